@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what cuswap needs to build and test, from Debian packages, and
+# nothing else. Idempotent; prints nothing when everything is there.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libfmt-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libsimdjson-dev libprotobuf-dev protobuf-compiler zlib1g-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# The CUDA toolkit provides cuda.h; nothing here runs on a GPU.
+cuda_h=""
+for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
+  [ -n "$dir" ] && [ -f "$dir/include/cuda.h" ] && { cuda_h="$dir/include/cuda.h"; break; }
+done
+if [ -z "$cuda_h" ]; then
+  echo "setup: cuda.h not found (looked in \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda, /usr):" \
+       "install the CUDA toolkit" >&2
+  exit 1
+fi
