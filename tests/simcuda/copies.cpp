@@ -41,16 +41,15 @@ void add_tracked(Op& op, uintptr_t address, size_t bytes, int mode) {
 }
 
 bool dst_on_device(Direction d) {
-  return d == Direction::h2d || d == Direction::d2d;
+  return d == Direction::h2d || d == Direction::d2d || d == Direction::peer;
 }
 bool src_on_device(Direction d) {
-  return d == Direction::d2h || d == Direction::d2d;
+  return d == Direction::d2h || d == Direction::d2d || d == Direction::peer;
 }
 
 // Validates, enqueues and (for synchronous calls) waits for one copy.
-// `peer` copies are device-to-device across devices: D2H engine and rate.
 CUresult submit_copy(CUstream hStream, DefaultStream ds, bool sync, Direction direction,
-                     const Strided& st, bool peer = false) {
+                     const Strided& st) {
   State& s = state();
   std::unique_lock lock(s.mu);
   Stream* stream = nullptr;
@@ -68,7 +67,7 @@ CUresult submit_copy(CUstream hStream, DefaultStream ds, bool sync, Direction di
     return CUDA_ERROR_INVALID_VALUE;
   auto op = std::make_shared<Op>();
   op->kind = OpKind::copy;
-  op->direction = peer ? Direction::d2h : direction;
+  op->direction = direction;
   op->strided = st;
   op->copy_bytes = st.width * st.height * st.depth;
   add_tracked(*op, st.src, src_bytes, SIMCUDA_READ);
@@ -112,8 +111,8 @@ CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontex
     auto& contexts = state().contexts;
     if (!contexts.count(dst_ctx) || !contexts.count(src_ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   }
-  bool cross = dst_ctx->device != src_ctx->device;
-  return submit_copy(hStream, ds, sync, Direction::d2d, linear(dst, src, bytes), cross);
+  Direction direction = dst_ctx->device != src_ctx->device ? Direction::peer : Direction::d2d;
+  return submit_copy(hStream, ds, sync, direction, linear(dst, src, bytes));
 }
 
 // One side of a 2-D or 3-D copy descriptor.

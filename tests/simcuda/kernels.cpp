@@ -274,7 +274,6 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const cha
     if (it == registry.kernels.end()) return CUDA_ERROR_NOT_FOUND;
     auto function = std::make_unique<CUfunc_st>();
     function->kernel = it->second.get();
-    function->module = hmod;
     s.functions.insert(function.get());
     found = hmod->functions.emplace(name, std::move(function)).first;
   }

@@ -125,9 +125,8 @@ CUresult alloc_host(void** pp, size_t bytesize, unsigned int Flags) {
   size_t mapped = page_bytes(bytesize);
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-  Region* region = add_region(Region::Kind::host, reinterpret_cast<uintptr_t>(p), bytesize, mapped,
-                              ctx, ctx->device);
-  region->host_flags = Flags;
+  add_region(Region::Kind::host, reinterpret_cast<uintptr_t>(p), bytesize, mapped, ctx,
+             ctx->device);
   note_host_pinned(s.devices[static_cast<size_t>(ctx->device)], static_cast<int64_t>(mapped));
   *pp = p;
   return CUDA_SUCCESS;

@@ -150,7 +150,8 @@ struct Op {
   // copy / set
   Strided strided;
   uint64_t copy_bytes = 0;
-  enum class Direction : uint8_t { h2d, d2h, d2d, h2h } direction = Direction::d2d;
+  // peer: device to device across devices, over the D2H engine
+  enum class Direction : uint8_t { h2d, d2h, d2d, h2h, peer } direction = Direction::d2d;
   // free_async
   Region* region = nullptr;
 };
@@ -186,7 +187,6 @@ struct Region {
   Context* ctx = nullptr;
   uint64_t charged_bytes = 0;
   uint64_t id = 0;  // CU_POINTER_ATTRIBUTE_BUFFER_ID
-  unsigned host_flags = 0;
   Pool* pool = nullptr;
   bool freeing = false;                   // a stream-ordered free is pending
   std::map<uintptr_t, Mapping> mappings;  // reservation: by start address
@@ -239,7 +239,6 @@ struct CUmemPoolHandle_st {
 struct CUctx_st {
   int device = 0;
   bool primary = false;
-  bool destroyed = false;
   CUresult sticky = CUDA_SUCCESS;
   CUstream_st* legacy = nullptr;  // the NULL stream
   std::map<std::thread::id, CUstream_st*> per_thread;
@@ -249,10 +248,8 @@ struct CUstream_st {
   int index = 0;  // vector-clock component
   CUctx_st* ctx = nullptr;
   unsigned flags = 0;
-  int priority = 0;
   bool legacy = false;      // the context's NULL stream
   bool per_thread = false;  // a thread's per-thread default stream
-  bool destroyed = false;
   // enqueue side (guarded by mu)
   simcuda::VectorClock vc;
   simcuda::CompletionPtr last;  // last op enqueued, null when none yet
@@ -275,7 +272,6 @@ struct CUevent_st {
 
 struct CUfunc_st {
   const simcuda::Kernel* kernel = nullptr;
-  CUmod_st* module = nullptr;
 };
 
 struct CUmod_st {
@@ -386,7 +382,7 @@ void destroy_all_handles();
 // Streams (streams.cpp). Require mu unless noted.
 enum class DefaultStream : uint8_t { legacy, per_thread };
 CUresult resolve_stream(CUstream handle, DefaultStream default_stream, Stream*& out);
-Stream* create_stream(Context* ctx, unsigned flags, int priority, bool legacy, bool per_thread);
+Stream* create_stream(Context* ctx, unsigned flags, bool legacy, bool per_thread);
 // Enqueues `op` on `stream`: assigns seq, clocks, implicit dependencies.
 void enqueue(Stream* stream, OpPtr op);
 // Waits (releasing mu) until `completion` is placed; advances the host clock

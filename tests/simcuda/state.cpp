@@ -561,7 +561,6 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   if (!live(ctx) || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
   destroy_context_streams(lock, ctx);
   destroy_context_memory(ctx);
-  ctx->destroyed = true;
   s.contexts.erase(ctx);
   auto& stack = context_stack();
   if (!stack.empty() && stack.back() == ctx) stack.pop_back();

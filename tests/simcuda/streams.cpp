@@ -47,6 +47,7 @@ double bandwidth_gbps(const Op& op) {
     case Op::Direction::h2h:
       return c.h2d_gbps;
     case Op::Direction::d2h:
+    case Op::Direction::peer:
       return c.d2h_gbps;
     case Op::Direction::d2d:
       return c.d2d_gbps;
@@ -69,6 +70,7 @@ void count_bytes(DeviceStats& stats, const Op& op) {
       stats.d2h_bytes += op.copy_bytes;
       break;
     case Op::Direction::d2d:
+    case Op::Direction::peer:
       stats.d2d_bytes += op.copy_bytes;
       break;
     case Op::Direction::h2h:
@@ -169,13 +171,13 @@ void worker_main(Stream* stream) {
 }
 
 Stream* legacy_stream(Context* ctx) {
-  if (!ctx->legacy) ctx->legacy = create_stream(ctx, 0, 0, /*legacy=*/true, /*per_thread=*/false);
+  if (!ctx->legacy) ctx->legacy = create_stream(ctx, 0, /*legacy=*/true, /*per_thread=*/false);
   return ctx->legacy;
 }
 
 Stream* per_thread_stream(Context* ctx) {
   Stream*& stream = ctx->per_thread[std::this_thread::get_id()];
-  if (!stream) stream = create_stream(ctx, 0, 0, /*legacy=*/false, /*per_thread=*/true);
+  if (!stream) stream = create_stream(ctx, 0, /*legacy=*/false, /*per_thread=*/true);
   return stream;
 }
 
@@ -273,13 +275,13 @@ CUresult get_flags(CUstream hStream, unsigned int* flags, DefaultStream ds) {
   return CUDA_SUCCESS;
 }
 
-CUresult create(CUstream* phStream, unsigned int flags, int priority) {
+CUresult create(CUstream* phStream, unsigned int flags) {
   if (!phStream || (flags & ~static_cast<unsigned>(CU_STREAM_NON_BLOCKING)))
     return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(state().mu);
   Context* ctx = nullptr;
   if (CUresult r = usable_context(ctx); r != CUDA_SUCCESS) return r;
-  *phStream = create_stream(ctx, flags, priority, false, false);
+  *phStream = create_stream(ctx, flags, false, false);
   return CUDA_SUCCESS;
 }
 
@@ -341,14 +343,13 @@ CUresult resolve_stream(CUstream handle, DefaultStream default_stream, Stream*& 
   return CUDA_SUCCESS;
 }
 
-Stream* create_stream(Context* ctx, unsigned flags, int priority, bool legacy, bool per_thread) {
+Stream* create_stream(Context* ctx, unsigned flags, bool legacy, bool per_thread) {
   State& s = state();
   auto owned = std::make_unique<Stream>();
   Stream* stream = owned.get();
   stream->index = s.next_stream_index++;
   stream->ctx = ctx;
   stream->flags = flags;
-  stream->priority = priority;
   stream->legacy = legacy;
   stream->per_thread = per_thread;
   // Workers take no asynchronous signals; faults stay deliverable so guarded
@@ -379,9 +380,19 @@ void enqueue(Stream* stream, OpPtr op) {
       op->engine = Engine::compute;
       break;
     case OpKind::copy:
-      op->engine = op->direction == Op::Direction::d2h   ? Engine::d2h
-                   : op->direction == Op::Direction::d2d ? Engine::compute
-                                                         : Engine::h2d;
+      switch (op->direction) {
+        case Op::Direction::d2h:
+        case Op::Direction::peer:
+          op->engine = Engine::d2h;
+          break;
+        case Op::Direction::d2d:
+          op->engine = Engine::compute;
+          break;
+        case Op::Direction::h2d:
+        case Op::Direction::h2h:
+          op->engine = Engine::h2d;
+          break;
+      }
       break;
     default:
       op->engine = Engine::none;
@@ -430,7 +441,6 @@ void stop_stream(std::unique_lock<std::mutex>& lock, Stream* stream) {
   State& s = state();
   // Unreachable before the lock is released, so nothing is enqueued on a
   // stream whose worker is leaving.
-  stream->destroyed = true;
   s.streams.erase(stream);
   Context* ctx = stream->ctx;
   if (ctx->legacy == stream) ctx->legacy = nullptr;
@@ -473,12 +483,13 @@ extern "C" {
 
 CUresult CUDAAPI cuStreamCreate(CUstream* phStream, unsigned int Flags) {
   SIM_ENTER();
-  return create(phStream, Flags, 0);
+  return create(phStream, Flags);
 }
 
 CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
   SIM_ENTER();
-  return create(phStream, flags, priority);
+  (void)priority;  // priorities are not simulated
+  return create(phStream, flags);
 }
 
 CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream) {

@@ -169,6 +169,23 @@ TEST_F(Misc, CopiesEveryWayAndCountsBytes) {
   EXPECT_EQ(cuMemcpyDtoH(back.data(), 0x1000, 16), CUDA_ERROR_INVALID_VALUE) << "not device";
 }
 
+TEST_F(Misc, PeerCopiesBetweenDevices) {
+  start("devices:2,memory:64MiB");
+  CUcontext ctx1 = nullptr;
+  ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx1, 1));
+  CUdeviceptr on0 = alloc(kMiB);
+  ASSERT_CU(cuMemsetD8(on0, 0x42, kMiB));
+  ASSERT_CU(cuCtxSetCurrent(ctx1));
+  CUdeviceptr on1 = alloc(kMiB);
+  ASSERT_CU(cuMemcpyPeer(on1, ctx1, on0, ctx, kMiB));
+  EXPECT_EQ(mismatches(on1, kMiB, 0x42), 0u);
+  simcuda_stats d1{};
+  ASSERT_CU(simcuda_get_device_stats(1, &d1));
+  EXPECT_EQ(d1.d2d_bytes, kMiB) << "counted on the device whose stream ran it";
+  EXPECT_EQ(cuMemcpyPeer(on1, ctx1, on0, reinterpret_cast<CUcontext>(&d1), kMiB),
+            CUDA_ERROR_INVALID_CONTEXT);
+}
+
 TEST_F(Misc, TwoAndThreeDimensionalCopies) {
   start();
   size_t pitch = 0;
