@@ -2,115 +2,23 @@
 // malformed pair, naming key and offset), cuswap's option table, apply<>,
 // describe()'s round trip, the environment, and that parsing never allocates.
 //
-// Allocation is observed by replacing the global operator new/delete in this
-// file with counting versions that forward to malloc/free.
+// Allocation is counted by tests/support/allocation_counter.h.
 #include "allocator/config.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <new>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-// ---------------------------------------------------------------------------
-// Counting allocator. Every form of new is counted; every delete forwards to
-// free so that the pairs stay matched (also under AddressSanitizer).
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-
-void* counted_malloc(std::size_t size_bytes) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size_bytes == 0 ? 1 : size_bytes);
-}
-
-void* counted_aligned(std::size_t size_bytes, std::align_val_t alignment) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const auto align = static_cast<std::size_t>(alignment);
-  const std::size_t rounded = (size_bytes + align - 1) / align * align;
-  return std::aligned_alloc(align, rounded == 0 ? align : rounded);
-}
-// Out of line so that GCC, having inlined new as malloc, does not also see
-// delete as free and call the pair mismatched (-Wmismatched-new-delete).
-[[gnu::noinline]] void release(void* p) noexcept {
-  std::free(p);
-}
-}  // namespace
-
-void* operator new(std::size_t size_bytes) {
-  if (void* p = counted_malloc(size_bytes)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size_bytes) {
-  if (void* p = counted_malloc(size_bytes)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t size_bytes, const std::nothrow_t&) noexcept {
-  return counted_malloc(size_bytes);
-}
-void* operator new[](std::size_t size_bytes, const std::nothrow_t&) noexcept {
-  return counted_malloc(size_bytes);
-}
-void* operator new(std::size_t size_bytes, std::align_val_t alignment) {
-  if (void* p = counted_aligned(size_bytes, alignment)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size_bytes, std::align_val_t alignment) {
-  if (void* p = counted_aligned(size_bytes, alignment)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t size_bytes, std::align_val_t alignment,
-                   const std::nothrow_t&) noexcept {
-  return counted_aligned(size_bytes, alignment);
-}
-void* operator new[](std::size_t size_bytes, std::align_val_t alignment,
-                     const std::nothrow_t&) noexcept {
-  return counted_aligned(size_bytes, alignment);
-}
-void operator delete(void* p) noexcept {
-  release(p);
-}
-void operator delete[](void* p) noexcept {
-  release(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  release(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  release(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  release(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  release(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  release(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  release(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  release(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  release(p);
-}
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  release(p);
-}
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  release(p);
-}
+#include "tests/support/allocation_counter.h"
 
 namespace cuswap::conf {
 namespace {
@@ -715,18 +623,18 @@ std::string long_mixed_configuration() {
 TEST(NoAllocation, TheCounterSeesAllocations) {
   // Kept in a static so the compiler cannot elide the new/delete pair.
   static std::vector<std::string> kept;
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = cuswap::testing::allocations_on_this_thread();
   kept.emplace_back(100, 'x');
-  EXPECT_GE(g_allocations.load() - before, 2u);
+  EXPECT_GE(cuswap::testing::allocations_on_this_thread() - before, 2u);
 }
 
 TEST(NoAllocation, ParseOptionsWithASinkThatWritesNowhere) {
   const std::string text = long_mixed_configuration();
   Warner warner;
   warner.sink = discard;
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = cuswap::testing::allocations_on_this_thread();
   const Options options = parse_options(text, warner);
-  const uint64_t allocations = g_allocations.load() - before;
+  const uint64_t allocations = cuswap::testing::allocations_on_this_thread() - before;
   EXPECT_EQ(allocations, 0u);
   EXPECT_EQ(warner.count, 40 * 9 + 1);
   EXPECT_EQ(options.budget_bytes.all, 8 * GiB);
@@ -738,9 +646,9 @@ TEST(NoAllocation, ParseOptionsWithTheStderrSink) {
   Warner warner;
   uint64_t allocations = 1;
   const std::string written = capture_stderr([&] {
-    const uint64_t before = g_allocations.load();
+    const uint64_t before = cuswap::testing::allocations_on_this_thread();
     (void)parse_options(text, warner);
-    allocations = g_allocations.load() - before;
+    allocations = cuswap::testing::allocations_on_this_thread() - before;
   });
   EXPECT_EQ(allocations, 0u);
   EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), warner.count);
@@ -758,7 +666,7 @@ TEST(NoAllocation, ParsersDescribeAndEnvironment) {
   Warner warner;
   warner.sink = discard;
 
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = cuswap::testing::allocations_on_this_thread();
   bool all_parsed = parse_size("1.5GiB").has_value() && parse_uint("12").has_value() &&
                     parse_number("1.25e3").has_value() && parse_bool("enabled").has_value() &&
                     parse_per_device_size("[0:1G,1:2G]").has_value();
@@ -766,7 +674,7 @@ TEST(NoAllocation, ParsersDescribeAndEnvironment) {
   const size_t needed = describe(options, out);
   const size_t needed_small = describe(options, small);
   const Options from_environment = options_from_environment(warner);
-  const uint64_t allocations = g_allocations.load() - before;
+  const uint64_t allocations = cuswap::testing::allocations_on_this_thread() - before;
   ASSERT_EQ(unsetenv("CUSWAP_CONF"), 0);
 
   EXPECT_EQ(allocations, 0u);

@@ -370,6 +370,5 @@ TEST(PairReader, StrayClosingBracketMakesTheRestOnePair) {
   EXPECT_EQ(read_pairs("x:[a]]],y").size(), 1u);
 }
 
-
 }  // namespace
 }  // namespace cuswap::conf
