@@ -1,0 +1,26 @@
+// `cuswap inspect FILE`: what is in a trace. One data model (TraceSummary,
+// tracer/trace_summary.h) rendered as text or as one JSON object.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "tracer/trace_summary.h"
+
+namespace cuswap::cli {
+
+struct InspectOptions {
+  std::string file;
+  bool json = false;
+  bool partial = false;  // read a trace whose recording never finished
+  size_t top = 10;       // rows in the top-kernel and top-buffer tables
+};
+
+// Reads, summarises and prints; returns the exit code (commands.h).
+int run_inspect(const InspectOptions& options, std::FILE* out, std::FILE* err);
+
+std::string render_inspect_text(const trace::TraceSummary& summary, std::string_view file);
+std::string render_inspect_json(const trace::TraceSummary& summary, std::string_view file);
+
+}  // namespace cuswap::cli

@@ -1,0 +1,134 @@
+// `cuswap inspect`: the TraceSummary as text for a person. Exact byte
+// counts stand next to the human-readable sizes, so the numbers can be
+// grepped and compared with the JSON output.
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "cli/inspect.h"
+
+namespace cuswap::cli {
+namespace {
+
+using Out = std::back_insert_iterator<std::string>;
+
+std::string human_bytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, kUnits[unit]);
+}
+
+std::string seconds(uint64_t ns) {
+  return fmt::format("{:.6f} s", static_cast<double>(ns) / 1e9);
+}
+
+void header(Out out, const trace::TraceSummary& s, std::string_view file) {
+  fmt::format_to(out, "{}: {} cuswap trace, format {}.{}, written by cuswap {}\n", file,
+                 s.complete ? "complete" : "INCOMPLETE", s.header.format_major,
+                 s.header.format_minor,
+                 s.header.cuswap_version.empty() ? "?" : s.header.cuswap_version);
+  if (!s.complete)
+    fmt::format_to(out, "  the recording did not finish: offset {}: {}\n", s.stopped_at,
+                   s.stopped_reason);
+  fmt::format_to(out, "  configuration: {}\n",
+                 s.header.configuration.empty() ? "(defaults)" : s.header.configuration);
+  for (const trace::DeviceInfo& d : s.header.devices)
+    fmt::format_to(out, "  device {}: {}, {} ({} bytes)\n", d.ordinal, d.name,
+                   human_bytes(d.total_bytes), d.total_bytes);
+  fmt::format_to(out, "  events: {} from {} thread{} over {}, pid {}\n", s.events, s.threads,
+                 s.threads == 1 ? "" : "s", seconds(s.duration_ns), s.header.pid);
+}
+
+void overview(Out out, const trace::TraceSummary& s) {
+  fmt::format_to(out, "\nbuffers: {} allocated, {} bytes in all ({})\n", s.buffers,
+                 s.allocated_bytes, human_bytes(s.allocated_bytes));
+  fmt::format_to(out, "peak live: {} bytes ({}) at {}\n", s.peak_bytes, human_bytes(s.peak_bytes),
+                 seconds(s.peak_time_ns));
+  fmt::format_to(out, "live at end: {} buffers, {} bytes ({})\n", s.live_at_end,
+                 s.live_bytes_at_end, human_bytes(s.live_bytes_at_end));
+  if (s.unmatched_frees || s.reused_ids)
+    fmt::format_to(out, "anomalies: {} frees of buffers not live, {} ids allocated while live\n",
+                   s.unmatched_frees, s.reused_ids);
+  fmt::format_to(out, "launches: {} of {} kernels ({} with unknown access, {} graph", s.launches,
+                 s.kernels, s.launches_unknown_access, s.graph_launches);
+  if (s.launches_truncated)
+    fmt::format_to(out, ", {} with their buffer list cut", s.launches_truncated);
+  fmt::format_to(out, ")\niterations: {}\n", s.iterations);
+}
+
+void top_kernels(Out out, const trace::TraceSummary& s) {
+  if (s.top_kernels.empty()) return;
+  fmt::format_to(out, "\ntop kernels by launches:\n  {:>10}  {}\n", "launches", "kernel");
+  for (const trace::KernelLaunches& k : s.top_kernels)
+    fmt::format_to(out, "  {:>10}  {}\n", k.launches, k.name.empty() ? "(unnamed)" : k.name);
+}
+
+void top_buffers(Out out, const trace::TraceSummary& s) {
+  if (s.top_buffers.empty()) return;
+  fmt::format_to(out, "\ntop buffers by size:\n  {:>8}  {:>14}  {:>10}  {:>16}  {:>16}  {:>8}\n",
+                 "buffer", "bytes", "size", "allocated", "freed", "launches");
+  for (const trace::BufferLifetime& b : s.top_buffers)
+    fmt::format_to(out, "  {:>8}  {:>14}  {:>10}  {:>16}  {:>16}  {:>8}\n", b.buffer_id,
+                   b.size_bytes, human_bytes(b.size_bytes), seconds(b.alloc_time_ns),
+                   b.free_time_ns ? seconds(*b.free_time_ns) : "live at end", b.launches);
+}
+
+void iterations(Out out, const trace::TraceSummary& s) {
+  if (s.per_iteration.empty()) return;
+  fmt::format_to(out, "\niterations:\n  {:>9}  {:>16}  {:>16}  {:>8}  {:>6}  {:>6}  {:>14}\n",
+                 "iteration", "start", "duration", "launches", "allocs", "frees", "peak bytes");
+  for (const trace::IterationSummary& it : s.per_iteration)
+    fmt::format_to(out, "  {:>9}  {:>16}  {:>16}  {:>8}  {:>6}  {:>6}  {:>14}\n", it.ordinal,
+                   seconds(it.start_ns), seconds(it.duration_ns), it.launches, it.allocs, it.frees,
+                   it.peak_bytes);
+}
+
+void copies(Out out, const trace::TraceSummary& s) {
+  if (s.copies.empty() && !s.sets && s.vmm.empty()) return;
+  fmt::format_to(out, "\ncopies:\n  {:<18}  {:>8}  {:>14}\n", "direction", "copies", "bytes");
+  for (const trace::CopyTotals& c : s.copies)
+    fmt::format_to(out, "  {:<18}  {:>8}  {:>14}  {}\n", trace::to_string(c.direction), c.copies,
+                   c.bytes, human_bytes(c.bytes));
+  if (s.sets)
+    fmt::format_to(out, "  {:<18}  {:>8}  {:>14}  {}\n", "set (memset)", s.sets, s.set_bytes,
+                   human_bytes(s.set_bytes));
+  if (!s.vmm.empty()) {
+    fmt::format_to(out, "vmm calls:");
+    for (const auto& [op, n] : s.vmm)
+      fmt::format_to(out, " {} {}", trace::to_string(op), n);
+    fmt::format_to(out, "\n");
+  }
+}
+
+void end_record(Out out, const trace::TraceSummary& s) {
+  if (!s.end) return;
+  const trace::CstEnd& e = *s.end;
+  fmt::format_to(out, "\nrecorder: {} chunks, {} dropped events, {} buffer waits, closed at {}\n",
+                 e.chunks, e.dropped_events, e.buffer_waits, seconds(e.end_time_ns));
+  if (e.counters.empty()) return;
+  fmt::format_to(out, "counters:\n");
+  for (const trace::Counter& c : e.counters)
+    fmt::format_to(out, "  {:<40}  {}\n", c.name, c.value);
+}
+
+}  // namespace
+
+std::string render_inspect_text(const trace::TraceSummary& s, std::string_view file) {
+  std::string text;
+  Out out(text);
+  header(out, s, file);
+  overview(out, s);
+  top_kernels(out, s);
+  top_buffers(out, s);
+  iterations(out, s);
+  copies(out, s);
+  end_record(out, s);
+  return text;
+}
+
+}  // namespace cuswap::cli
