@@ -1,0 +1,77 @@
+// The driver functions libcuswap.so exports, generated from
+// CUSWAP_DRIVER_HOOKED, and the public C ABI (include/cuswap/cuswap.h).
+//
+// Every hook has the same shape: enter (count, guard, initialise once);
+// without a driver there is nothing to call; when the call is not to be
+// observed, pass it through; otherwise the handler calls the driver and
+// records. Definitions are checked against cuda.h's declarations (this file
+// is compiled with __CUDA_API_VERSION_INTERNAL, which declares every
+// variant).
+#include "cuswap/cuswap.h"
+#include "hooks/handlers.h"
+
+namespace cuswap::hooks {
+
+const char* const kHookNames[kHookCount] = {
+#define CUSWAP_HOOK_NAME(name, params, args, handler) #name,
+    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_NAME)
+#undef CUSWAP_HOOK_NAME
+};
+
+namespace {
+constexpr bool ends_with(const char* text, const char* suffix) {
+  size_t n = 0, m = 0;
+  while (text[n])
+    ++n;
+  while (suffix[m])
+    ++m;
+  if (m > n) return false;
+  for (size_t i = 0; i < m; ++i)
+    if (text[n - m + i] != suffix[i]) return false;
+  return true;
+}
+}  // namespace
+
+const bool kHookPerThread[kHookCount] = {
+#define CUSWAP_HOOK_PER_THREAD(name, params, args, handler) \
+  ends_with(#name, "_ptsz") || ends_with(#name, "_ptds"),
+    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_PER_THREAD)
+#undef CUSWAP_HOOK_PER_THREAD
+};
+
+}  // namespace cuswap::hooks
+
+extern "C" {
+
+#define CUSWAP_DEFINE_HOOK(name, params, args, handler)                                        \
+  __attribute__((visibility("default"))) CUresult CUDAAPI name params {                        \
+    ::cuswap::hooks::Entry entry(::cuswap::hooks::HookId::name);                               \
+    if (!entry.driver() || !entry.driver()->name) return CUDA_ERROR_NOT_INITIALIZED;           \
+    if (!entry.active()) return entry.driver()->name args;                                     \
+    return ::cuswap::hooks::handle_##handler(entry, entry.driver()->name, CUSWAP_EXPAND args); \
+  }
+CUSWAP_DRIVER_HOOKED(CUSWAP_DEFINE_HOOK)
+#undef CUSWAP_DEFINE_HOOK
+
+CUSWAP_API void cuswap_iteration_begin(void) {
+  cuswap::hooks::Runtime* rt = cuswap::hooks::runtime();
+  if (!rt || rt->passthrough.load(std::memory_order_relaxed)) return;
+  if (cuswap::trace::Recorder* r = rt->recorder.load(std::memory_order_acquire))
+    r->record_iteration();
+}
+
+CUSWAP_API const char* cuswap_version(void) {
+  return CUSWAP_VERSION;
+}
+
+}  // extern "C"
+
+namespace cuswap::hooks {
+
+void* const kHookAddresses[kHookCount] = {
+#define CUSWAP_HOOK_ADDRESS(name, params, args, handler) reinterpret_cast<void*>(&::name),
+    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_ADDRESS)
+#undef CUSWAP_HOOK_ADDRESS
+};
+
+}  // namespace cuswap::hooks

@@ -1,0 +1,292 @@
+// The runtime: initialisation, the hook entry guard, fork and exit, and what
+// the hooks record. See Note [Initialisation] in runtime.h.
+#include "hooks/runtime.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "allocator/log.h"
+
+#ifndef CUSWAP_VERSION
+#error "CUSWAP_VERSION must be defined by the build"
+#endif
+
+namespace cuswap::hooks {
+namespace {
+
+// Hook nesting depth and "this thread is initialising": initial-exec TLS,
+// readable from the first instruction of a hook without allocating.
+__attribute__((tls_model("initial-exec"))) thread_local int tl_depth = 0;
+__attribute__((tls_model("initial-exec"))) thread_local bool tl_initialising = false;
+
+std::atomic<Runtime*> g_runtime{nullptr};
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+trace::Recorder* recorder_of(Runtime& rt) noexcept {
+  return rt.recorder.load(std::memory_order_acquire);
+}
+
+void on_fork_child() {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt) return;
+  // The child has no writer thread and shares the parent's file: it records
+  // nothing and passes every call through.
+  rt->forked.store(true);
+  rt->passthrough.store(true);
+  if (trace::Recorder* r = recorder_of(*rt)) r->disable_in_child();
+}
+
+void on_exit() {
+  Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt || rt->forked.load()) return;
+  try {
+    std::vector<trace::Counter> counters;
+    for (size_t i = 0; i < kHookCount; ++i)
+      if (uint64_t n = rt->calls.total(i)) counters.push_back({kHookNames[i], n});
+    counters.push_back({"cuGetProcAddress answered with a hook", rt->procaddress_answered.load()});
+    counters.push_back({"dlsym answered with a hook", rt->dlsym_answered.load()});
+    counters.push_back({"live buffers at exit", rt->buffers.size()});
+    if (rt->options.stats)
+      for (const trace::Counter& c : counters)
+        log::report("stats: {} = {}", c.name, c.value);
+    if (trace::Recorder* r = recorder_of(*rt)) r->close(counters);
+  } catch (...) {
+    // Exiting: nothing more to do.
+  }
+}
+
+void build_real_to_hook(Runtime& rt) {
+  std::vector<Runtime::RealToHook> pairs;
+  for (size_t i = 0; i < kHookCount; ++i)
+    if (void* real = cuswap_real_dlsym(rt.libcuda, kHookNames[i]))
+      pairs.push_back({real, static_cast<HookId>(i)});
+  std::sort(pairs.begin(), pairs.end(),
+            [](const auto& a, const auto& b) { return a.real < b.real; });
+  rt.real_to_hook = std::make_unique<Runtime::RealToHook[]>(pairs.size());
+  std::copy(pairs.begin(), pairs.end(), rt.real_to_hook.get());
+  rt.real_to_hook_count = pairs.size();
+}
+
+void initialise() {
+  tl_initialising = true;
+  conf::Warner warner;
+  conf::Options options = conf::options_from_environment(warner);
+  log::set_level(options.log);
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    log::error("cannot load libcuda.so.1 ({}); cuswap is inactive", why ? why : "unknown");
+    tl_initialising = false;
+    return;
+  }
+  try {
+    auto* rt = new Runtime();  // lives as long as the process: hooks may run during exit
+    rt->options = options;
+    rt->libcuda = handle;
+    rt->driver.load_from_handle(handle, cuswap_real_dlsym);
+    build_real_to_hook(*rt);
+    rt->passthrough.store(options.passthrough);
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+    std::atexit(on_exit);
+    g_runtime.store(rt, std::memory_order_release);
+  } catch (...) {
+    log::error("out of memory while starting; cuswap is inactive");
+  }
+  tl_initialising = false;
+}
+
+}  // namespace
+
+Runtime* runtime() noexcept {
+  if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return rt;
+  if (tl_initialising) return nullptr;
+  pthread_once(&g_once, initialise);
+  return g_runtime.load(std::memory_order_acquire);
+}
+
+void* Runtime::hook_for(void* real) const noexcept {
+  const RealToHook* begin = real_to_hook.get();
+  const RealToHook* end = begin + real_to_hook_count;
+  const RealToHook* it = std::lower_bound(
+      begin, end, real, [](const RealToHook& pair, void* key) { return pair.real < key; });
+  return it != end && it->real == real ? kHookAddresses[static_cast<size_t>(it->id)] : nullptr;
+}
+
+void Runtime::latch_passthrough(const char* why) noexcept {
+  if (!passthrough.exchange(true))
+    log::error("internal failure ({}); passing every call through from now on", why);
+}
+
+Entry::Entry(HookId id) noexcept : id_(id) {
+  ++tl_depth;
+  Runtime* rt = runtime();
+  if (!rt) return;
+  driver_ = &rt->driver;
+  rt->calls.count(static_cast<size_t>(id));
+  if (tl_depth == 1 && !rt->passthrough.load(std::memory_order_relaxed)) active_ = rt;
+}
+
+Entry::~Entry() {
+  --tl_depth;
+}
+
+uint64_t Entry::stream_value(CUstream stream) const noexcept {
+  if (!stream && kHookPerThread[static_cast<size_t>(id_)])
+    return reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+  return reinterpret_cast<uint64_t>(stream);
+}
+
+// ---------------------------------------------------------------------------
+// What the hooks record.
+
+namespace {
+
+int current_device(Runtime& rt) noexcept {
+  CUdevice device = -1;
+  if (!rt.driver.cuCtxGetDevice || rt.driver.cuCtxGetDevice(&device) != CUDA_SUCCESS) return -1;
+  return device;
+}
+
+uint64_t buffer_at(Runtime& rt, uintptr_t address) noexcept {
+  auto hit = rt.buffers.find(address);
+  return hit ? hit->id : trace::kNoBuffer;
+}
+
+log::Limited g_overlap_warnings{5};
+
+}  // namespace
+
+void note_alloc(Runtime& rt, uintptr_t address, uint64_t size_bytes, uint64_t stream,
+                trace::AllocKind kind) noexcept {
+  trace::Recorder* r = recorder_of(rt);
+  if (!r) return;
+  try {
+    uint64_t id = rt.next_buffer_id.fetch_add(1, std::memory_order_relaxed);
+    BufferRef buffer{id, address, size_bytes};
+    if (!rt.buffers.insert(buffer)) {
+      // Memory freed behind cuswap's back (a context destroyed, a reset)
+      // leaves stale entries where the driver now hands out new memory.
+      for (uintptr_t probe : {address, address + size_bytes - 1})
+        if (auto stale = rt.buffers.find(probe)) rt.buffers.erase(stale->base);
+      if (!rt.buffers.insert(buffer) && g_overlap_warnings.allow())
+        log::warn("allocation at {:#x} (+{}) overlaps buffers cuswap still tracks", address,
+                  size_bytes);
+    }
+    r->record_alloc(id, address, size_bytes, stream, current_device(rt), kind);
+  } catch (...) {
+    rt.latch_passthrough("recording an allocation");
+  }
+}
+
+std::optional<BufferRef> begin_free(Runtime& rt, uintptr_t address) noexcept {
+  if (!recorder_of(rt)) return std::nullopt;
+  try {
+    return rt.buffers.erase(address);
+  } catch (...) {
+    rt.latch_passthrough("recording a free");
+    return std::nullopt;
+  }
+}
+
+void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult result,
+                 uint64_t stream, trace::FreeKind kind) noexcept {
+  trace::Recorder* r = recorder_of(rt);
+  if (!buffer || !r) return;
+  try {
+    if (result == CUDA_SUCCESS)
+      r->record_free(buffer->id, stream, kind);
+    else
+      rt.buffers.insert(*buffer);  // still live
+  } catch (...) {
+    rt.latch_passthrough("recording a free");
+  }
+}
+
+void note_launch(Runtime& rt, CUfunction function, uint64_t stream, void** kernel_params,
+                 void** extra, uint8_t flags) noexcept {
+  trace::Recorder* r = recorder_of(rt);
+  if (!r) return;
+  TouchedBuffers touched;
+  uint32_t kernel_id = 0;
+  if (function) {
+    KernelInfo& kernel = rt.kernels.get(function);
+    scan_launch(kernel, kernel_params, extra, rt.buffers, touched);
+    kernel_id = kernel.trace_id.load(std::memory_order_relaxed);
+    if (!kernel_id) {
+      kernel_id = r->kernel_id(kernel.name.empty() ? std::string_view("(unnamed kernel)")
+                                                   : std::string_view(kernel.name));
+      kernel.trace_id.store(kernel_id, std::memory_order_relaxed);
+    }
+  } else {
+    touched.unknown = true;
+    kernel_id = r->kernel_id("(graph)");
+  }
+  if (touched.unknown) flags |= trace::kLaunchUnknownAccess;
+  r->record_launch(kernel_id, stream, current_device(rt), {touched.ids, touched.count}, flags);
+}
+
+void note_copy(Runtime& rt, uintptr_t dst, uintptr_t src, uint64_t bytes,
+               trace::CopyDirection direction, uint64_t stream, bool is_set) noexcept {
+  trace::Recorder* r = recorder_of(rt);
+  if (!r) return;
+  uint64_t dst_id = dst ? buffer_at(rt, dst) : trace::kNoBuffer;
+  uint64_t src_id = src ? buffer_at(rt, src) : trace::kNoBuffer;
+  if (direction == trace::CopyDirection::unknown) {
+    using D = trace::CopyDirection;
+    direction = dst_id && src_id ? D::device_to_device
+                : dst_id         ? D::host_to_device
+                : src_id         ? D::device_to_host
+                                 : D::unknown;
+  }
+  r->record_copy(dst_id, src_id, bytes, direction, stream, is_set);
+}
+
+void note_vmm(Runtime& rt, trace::VmmOp op, uintptr_t address, uint64_t size_bytes,
+              uint64_t handle) noexcept {
+  if (trace::Recorder* r = recorder_of(rt)) r->record_vmm(op, address, size_bytes, handle);
+}
+
+void open_recorder(Runtime& rt) noexcept {
+  if (rt.options.record_path.empty() || rt.passthrough.load() || rt.recorder_opened.exchange(true))
+    return;
+  try {
+    trace::RecorderOptions options;
+    options.path = rt.options.record_path.c_str();
+    options.cuswap_version = CUSWAP_VERSION;
+    char described[2048];
+    size_t needed = conf::describe(rt.options, described);
+    options.configuration.assign(described, std::min(needed, sizeof described));
+    int count = 0;
+    if (rt.driver.cuDeviceGetCount && rt.driver.cuDeviceGetCount(&count) == CUDA_SUCCESS) {
+      for (int ordinal = 0; ordinal < count; ++ordinal) {
+        trace::DeviceInfo info;
+        info.ordinal = ordinal;
+        CUdevice device = 0;
+        char name[256] = {};
+        size_t total = 0;
+        if (rt.driver.cuDeviceGet(&device, ordinal) == CUDA_SUCCESS) {
+          if (rt.driver.cuDeviceGetName(name, sizeof name, device) == CUDA_SUCCESS)
+            info.name = name;
+          if (rt.driver.cuDeviceTotalMem_v2(&total, device) == CUDA_SUCCESS)
+            info.total_bytes = total;
+        }
+        options.devices.push_back(std::move(info));
+      }
+    }
+    std::string error;
+    std::unique_ptr<trace::Recorder> recorder = trace::Recorder::open(options, error);
+    if (!recorder) {
+      log::warn("{}; recording is off", error);
+      return;
+    }
+    rt.recorder.store(recorder.release(), std::memory_order_release);
+  } catch (...) {
+    rt.latch_passthrough("opening the recorder");
+  }
+}
+
+}  // namespace cuswap::hooks

@@ -1,0 +1,24 @@
+/* cuswap's public C interface, for programs and for Python (ctypes). Every
+ * function is safe to call whether or not cuswap is active, from any thread,
+ * before or after CUDA is initialised. */
+#ifndef CUSWAP_CUSWAP_H
+#define CUSWAP_CUSWAP_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUSWAP_API __attribute__((visibility("default")))
+
+/* Marks the start of a training iteration: call it before each step. The
+ * planner uses the marks to cut the trace into iterations. */
+CUSWAP_API void cuswap_iteration_begin(void);
+
+/* "MAJOR.MINOR.PATCH" of the loaded libcuswap.so. */
+CUSWAP_API const char* cuswap_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUSWAP_CUSWAP_H */

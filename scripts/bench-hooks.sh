@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Times cuswap's hooks on the launch path against nulldriver (a driver that
+# does nothing): without cuswap, with cuswap passing through, and with cuswap
+# recording a launch that touches 4 of 100,000 live buffers. Prints medians.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh default hook_bench cuswap_shim >/dev/null
+bench=build/bench/hook_bench
+shim=$(ls build/hooks/libcuswap.so)
+args=(--benchmark_min_time=0.2 --benchmark_format=console)
+median() { grep '_median' | awk '{print $1, $2, $3}'; }
+echo "== without cuswap";   "$bench" "${args[@]}" 2>/dev/null | median
+echo "== pass-through";     LD_PRELOAD="$shim" CUSWAP_CONF= "$bench" "${args[@]}" 2>/dev/null | median
+echo "== recording";        LD_PRELOAD="$shim" CUSWAP_CONF=record:/dev/null "$bench" "${args[@]}" 2>/dev/null | median
