@@ -11,7 +11,8 @@ extern "C" {
 #define CUSWAP_API __attribute__((visibility("default")))
 
 /* Marks the start of a training iteration: call it before each step. The
- * planner uses the marks to cut the trace into iterations. */
+ * planner uses the marks to cut the trace into iterations. Marks made before
+ * the driver is initialised (cuInit) are not recorded: the trace opens then. */
 CUSWAP_API void cuswap_iteration_begin(void);
 
 /* "MAJOR.MINOR.PATCH" of the loaded libcuswap.so. */

@@ -240,6 +240,32 @@ TEST(Doors, RtldNextStillResolvesRelativeToTheCaller) {
   EXPECT_EQ(shim.out, "next probe_value 1\n");
 }
 
+TEST(Doors, IterationMarksThroughCtypes) {
+  // What a Python training loop does: the driver is reached through ctypes
+  // (dlopen + dlsym, like the frameworks), iterations are marked the same way.
+  std::string path = temp_path("ctypes.cst");
+  const char* script = R"(
+import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+assert cuda.cuInit(0) == 0
+marks = ctypes.CDLL(None)  # libcuswap.so is preloaded into the process
+for step in range(3):
+    marks.cuswap_iteration_begin()
+print("marked")
+)";
+  Env env = with_cuswap("record:" + path);
+  env["ASAN_OPTIONS"] = "detect_leaks=0";  // the interpreter's leaks are not cuswap's
+  ProgramResult r = run_program({"/usr/bin/env", "python3", "-c", script}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  trace::CstTrace t = load_trace(path);
+  std::vector<uint64_t> ordinals;
+  for (const trace::Event& e : t.events)
+    if (e.type() == trace::EventType::iteration)
+      ordinals.push_back(e.as<trace::IterationEvent>().ordinal);
+  EXPECT_EQ(ordinals, (std::vector<uint64_t>{0, 1, 2}));
+  std::remove(path.c_str());
+}
+
 // ---------------------------------------------------------------------------
 // Never break the host
 
