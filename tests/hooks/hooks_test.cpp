@@ -10,11 +10,14 @@
 #include <set>
 #include <string>
 
-#include "tests/hooks/run_program.h"
+#include "tests/support/process.h"
 #include "tracer/cst_reader.h"
 
 namespace {
 
+using cuswap::testing::ProgramResult;
+using cuswap::testing::run_program;
+using cuswap::testing::TempDir;
 using Env = std::map<std::string, std::string>;
 
 Env plain(const std::string& simcuda_conf = "") {
@@ -160,16 +163,17 @@ TEST(PassThrough, DirectLinkWithoutRecording) {
 }
 
 TEST(PassThrough, EveryDoorWhileRecording) {
-  std::string trace = temp_path("doors.cst");
+  TempDir dir;
+  std::string trace = dir.path("doors.cst");
   expect_same_behaviour({PROG_DIRECT}, "record:" + trace);
   expect_same_behaviour({PROG_DLOPEN}, "record:" + trace);
   expect_same_behaviour({PROG_PROCADDRESS}, "record:" + trace);
   expect_same_behaviour({PROG_PROCADDRESS, "per-thread"}, "record:" + trace);
-  std::remove(trace.c_str());
 }
 
 TEST(PassThrough, ErrorsInjectedByTheDriverComeThroughUnchanged) {
-  std::string trace = temp_path("errors.cst");
+  TempDir dir;
+  std::string trace = dir.path("errors.cst");
   for (const char* fail : {"fail:cuMemAlloc_v2@2", "fail:[cuLaunchKernel@1,cuMemcpyHtoD@1]",
                            "fail:[cuMemFreeAsync@1,cuMemCreate@1]", "fail:cuMemAllocPitch@1+",
                            "fail:[cuMemcpyDtoHAsync@1=999,cuLaunchKernelEx@1]"}) {
@@ -179,7 +183,6 @@ TEST(PassThrough, ErrorsInjectedByTheDriverComeThroughUnchanged) {
     expect_same_behaviour({PROG_DIRECT}, "record:" + trace, fail);
     expect_same_behaviour({PROG_PROCADDRESS}, "record:" + trace, fail);
   }
-  std::remove(trace.c_str());
 }
 
 TEST(PassThrough, PassthroughModeChangesNothing) {
@@ -190,12 +193,12 @@ TEST(PassThrough, PassthroughModeChangesNothing) {
 // Doors: each way of reaching the driver, recorded event by event.
 
 void record_workload(const std::vector<std::string>& argv, bool per_thread) {
-  std::string path = temp_path("workload.cst");
+  TempDir dir;
+  std::string path = dir.path("workload.cst");
   ProgramResult r = run_program(argv, with_cuswap("record:" + path));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   trace::CstTrace t = load_trace(path);
   expect_workload_trace(t, per_thread);
-  std::remove(path.c_str());
 }
 
 TEST(Doors, DirectLink) {
@@ -243,7 +246,8 @@ TEST(Doors, RtldNextStillResolvesRelativeToTheCaller) {
 TEST(Doors, IterationMarksThroughCtypes) {
   // What a Python training loop does: the driver is reached through ctypes
   // (dlopen + dlsym, like the frameworks), iterations are marked the same way.
-  std::string path = temp_path("ctypes.cst");
+  TempDir dir;
+  std::string path = dir.path("ctypes.cst");
   const char* script = R"(
 import ctypes
 cuda = ctypes.CDLL("libcuda.so.1")
@@ -263,7 +267,6 @@ print("marked")
     if (e.type() == trace::EventType::iteration)
       ordinals.push_back(e.as<trace::IterationEvent>().ordinal);
   EXPECT_EQ(ordinals, (std::vector<uint64_t>{0, 1, 2}));
-  std::remove(path.c_str());
 }
 
 // ---------------------------------------------------------------------------
@@ -295,7 +298,8 @@ std::map<trace::EventType, size_t> count_types(const trace::CstTrace& t) {
 }
 
 TEST(Robustness, ForkLeavesAWorkingChild) {
-  std::string path = temp_path("fork.cst");
+  TempDir dir;
+  std::string path = dir.path("fork.cst");
   ProgramResult r = run_program({PROG_FORKER}, with_cuswap("record:" + path));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("child ok, parent ok"), std::string::npos) << r.out;
@@ -305,11 +309,11 @@ TEST(Robustness, ForkLeavesAWorkingChild) {
   EXPECT_EQ(counts[trace::EventType::alloc], 2u) << "the child recorded nothing";
   EXPECT_EQ(counts[trace::EventType::launch], 1u);
   EXPECT_EQ(counts[trace::EventType::free], 2u);
-  std::remove(path.c_str());
 }
 
 TEST(Robustness, ManyThreadsAtOnce) {
-  std::string path = temp_path("threads.cst");
+  TempDir dir;
+  std::string path = dir.path("threads.cst");
   ProgramResult r = run_program({PROG_THREADS}, with_cuswap("record:" + path));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   trace::CstTrace t = load_trace(path);
@@ -337,7 +341,6 @@ TEST(Robustness, ManyThreadsAtOnce) {
   }
   EXPECT_TRUE(live.empty());
   EXPECT_GE(threads.size(), 8u);
-  std::remove(path.c_str());
 }
 
 }  // namespace

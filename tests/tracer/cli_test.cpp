@@ -16,16 +16,11 @@ namespace {
 
 using namespace fixture;
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
+using Result = cuswap::testing::ProgramResult;
 
 Result cuswap(std::vector<std::string> args) {
   args.insert(args.begin(), CUSWAP_CLI);
-  Result r;
-  r.status = run_program(args, r.out, r.err);
-  return r;
+  return cuswap::testing::run_program(args);
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -45,7 +40,7 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, InspectTextHasTheNumbers) {
   const Result r = cuswap({"inspect", path_});
-  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_TRUE(contains(r.out, path_ + ": complete cuswap trace, format 1.0")) << r.out;
   EXPECT_TRUE(contains(r.out, "written by cuswap 0.1.0-test")) << r.out;
@@ -68,7 +63,7 @@ TEST_F(Cli, InspectTextHasTheNumbers) {
 
 TEST_F(Cli, InspectJsonIsOneObjectWithTheNumbers) {
   const Result r = cuswap({"inspect", path_, "--json"});
-  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS) << r.out;
@@ -111,7 +106,7 @@ TEST_F(Cli, CorruptFileExitsTwoWithOneLineNamingTheOffset) {
   for (const auto& args : {std::vector<std::string>{"inspect", bad},
                            std::vector<std::string>{"inspect", "--json", bad}}) {
     const Result r = cuswap(args);
-    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(lines(r.err), 1u) << r.err;
     EXPECT_EQ(r.err, "cuswap: error: " + expected + "\n");
@@ -125,16 +120,16 @@ TEST_F(Cli, TruncatedFileExitsTwoUnlessPartial) {
   const std::string cut = dir_.path("cut.cst");
   write_bytes(cut, bytes);
   const Result strict = cuswap({"inspect", cut});
-  EXPECT_EQ(strict.status, 2);
+  EXPECT_EQ(strict.exit_code, 2);
   EXPECT_EQ(lines(strict.err), 1u) << strict.err;
   EXPECT_TRUE(contains(strict.err, cut + ": offset ")) << strict.err;
 
   const Result partial = cuswap({"inspect", "--partial", cut});
-  EXPECT_EQ(partial.status, 0) << partial.err;
+  EXPECT_EQ(partial.exit_code, 0) << partial.err;
   EXPECT_TRUE(contains(partial.out, "INCOMPLETE")) << partial.out;
   EXPECT_TRUE(contains(partial.out, "buffers: 8 allocated")) << partial.out;
   const Result json = cuswap({"inspect", "--partial", "--json", cut});
-  EXPECT_EQ(json.status, 0);
+  EXPECT_EQ(json.exit_code, 0);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(json.out).get(doc), simdjson::SUCCESS) << json.out;
@@ -145,25 +140,25 @@ TEST_F(Cli, TruncatedFileExitsTwoUnlessPartial) {
 TEST_F(Cli, MissingFileExitsTwo) {
   const std::string missing = dir_.path("missing.cst");
   const Result r = cuswap({"inspect", missing});
-  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "cuswap: error: " + missing + ": cannot read: No such file or directory\n");
 }
 
 TEST_F(Cli, HelpAndBadUsage) {
   const Result help = cuswap({"--help"});
-  EXPECT_EQ(help.status, 0);
+  EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "inspect")) << help.out;
   const Result inspect_help = cuswap({"inspect", "--help"});
-  EXPECT_EQ(inspect_help.status, 0);
+  EXPECT_EQ(inspect_help.exit_code, 0);
   EXPECT_TRUE(contains(inspect_help.out, "--json")) << inspect_help.out;
   EXPECT_TRUE(contains(inspect_help.out, "--partial")) << inspect_help.out;
-  EXPECT_EQ(cuswap({}).status, 2);
-  EXPECT_EQ(cuswap({"inspect"}).status, 2);
-  EXPECT_EQ(cuswap({"inspect", path_, "--no-such-flag"}).status, 2);
-  EXPECT_EQ(cuswap({"frobnicate"}).status, 2);
-  EXPECT_EQ(cuswap({"inspect", path_, "--top", "0"}).status, 2);
+  EXPECT_EQ(cuswap({}).exit_code, 2);
+  EXPECT_EQ(cuswap({"inspect"}).exit_code, 2);
+  EXPECT_EQ(cuswap({"inspect", path_, "--no-such-flag"}).exit_code, 2);
+  EXPECT_EQ(cuswap({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(cuswap({"inspect", path_, "--top", "0"}).exit_code, 2);
   const Result version = cuswap({"--version"});
-  EXPECT_EQ(version.status, 0);
+  EXPECT_EQ(version.exit_code, 0);
   EXPECT_FALSE(version.out.empty());
 }
 
@@ -178,7 +173,7 @@ TEST_F(Cli, JsonStaysValidForAnyKernelName) {
     r->record_launch(r->kernel_id(n), 0, 0, {}, 0);
   r->close();
   const Result run = cuswap({"inspect", "--json", odd});
-  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(run.out).get(doc), simdjson::SUCCESS) << run.out;

@@ -1,10 +1,5 @@
 #include "tests/tracer/support.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -12,17 +7,6 @@
 #include <gtest/gtest.h>
 
 namespace cuswap::trace::test {
-
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "cuswap-tracer-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-  dir_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
-}
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -113,31 +97,6 @@ void write_fixture(const std::string& path) {
   r->record_free(2, stream, FreeKind::sync);
   const Counter counters[] = {{"cuMemAlloc_v2", 8}, {"cuLaunchKernel", 9}};
   r->close(counters);
-}
-
-int run_program(const std::vector<std::string>& argv, std::string& out, std::string& err) {
-  TempDir dir;
-  const std::string out_path = dir.path("stdout"), err_path = dir.path("stderr");
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    const int o = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0) ::_exit(127);
-    std::vector<char*> args;
-    for (const std::string& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  const std::vector<uint8_t> o = read_bytes(out_path), e = read_bytes(err_path);
-  out.assign(o.begin(), o.end());
-  err.assign(e.begin(), e.end());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace cuswap::trace::test

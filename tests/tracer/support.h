@@ -1,29 +1,18 @@
-// Helpers for the tracer and CLI tests: a temporary directory, whole-file
-// I/O, running a program, and the fixture trace — a real file written by the
-// Recorder, whose contents the tests know exactly (Note [The fixture]).
+// Helpers for the tracer and CLI tests: whole-file I/O and the fixture trace — a real file written
+// by the Recorder, whose contents the tests know exactly (Note [The fixture]).
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "tests/support/process.h"
 #include "tracer/cst_reader.h"
 #include "tracer/recorder.h"
 
 namespace cuswap::trace::test {
 
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  std::filesystem::path dir_;
-};
+using cuswap::testing::TempDir;
 
 std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
@@ -57,9 +46,5 @@ inline constexpr uint64_t kSetBytes = kMiB;
 }  // namespace fixture
 
 void write_fixture(const std::string& path);
-
-// Runs `argv` (argv[0] is the program's path), stdout and stderr to strings.
-// Returns the exit status, or -1 if it did not exit normally.
-int run_program(const std::vector<std::string>& argv, std::string& out, std::string& err);
 
 }  // namespace cuswap::trace::test

@@ -1,17 +1,19 @@
-#include "tests/hooks/run_program.h"
+#include "tests/support/process.h"
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <cerrno>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 extern char** environ;
 
+namespace cuswap::testing {
 namespace {
 
 std::string slurp(const std::string& path) {
@@ -23,11 +25,15 @@ std::string slurp(const std::string& path) {
 
 }  // namespace
 
-std::string temp_path(const std::string& name) {
-  const char* dir = std::getenv("TMPDIR");
-  static int counter = 0;
-  return std::string(dir && *dir ? dir : "/tmp") + "/cuswap-test-" + std::to_string(getpid()) +
-         "-" + std::to_string(counter++) + "-" + name;
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "cuswap-test-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
 }
 
 ProgramResult run_program(const std::vector<std::string>& argv,
@@ -44,19 +50,19 @@ ProgramResult run_program(const std::vector<std::string>& argv,
     else
       merged[key] = value;
   }
-  std::vector<std::string> env_strings;
+  std::vector<std::string> env_strings, arg_strings = argv;
   for (const auto& [key, value] : merged)
     env_strings.push_back(key + "=" + value);
   std::vector<char*> envp, args;
   for (std::string& s : env_strings)
     envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (std::string& s : argv_copy)
+  for (std::string& s : arg_strings)
     args.push_back(s.data());
   args.push_back(nullptr);
 
-  std::string out_path = temp_path("stdout"), err_path = temp_path("stderr");
+  TempDir dir;
+  const std::string out_path = dir.path("stdout"), err_path = dir.path("stderr");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
@@ -67,13 +73,14 @@ ProgramResult run_program(const std::vector<std::string>& argv,
   pid_t pid = 0;
   if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) == 0) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   }
   posix_spawn_file_actions_destroy(&actions);
   result.out = slurp(out_path);
   result.err = slurp(err_path);
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
   return result;
 }
+
+}  // namespace cuswap::testing
