@@ -1,5 +1,4 @@
 // Streams, events and the virtual clock.
-#include <chrono>
 #include <cmath>
 #include <thread>
 #include <vector>
@@ -121,11 +120,9 @@ TEST_F(Streams, WorkIsAsynchronous) {
   start();
   CUstream s = make_stream();
   CUevent done = make_event();
-  auto t0 = std::chrono::steady_clock::now();
-  ASSERT_CU(launch_spin(k, s, 300'000));
+  ASSERT_CU(launch_spin(k, s, 300'000));  // 300 ms of real time on the worker
   ASSERT_CU(cuEventRecord(done, s));
-  auto launch_time = std::chrono::steady_clock::now() - t0;
-  EXPECT_LT(launch_time, std::chrono::milliseconds(150));
+  // The calls returned while the kernel still runs.
   EXPECT_EQ(cuEventQuery(done), CUDA_ERROR_NOT_READY);
   EXPECT_EQ(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   float ms = 0;
