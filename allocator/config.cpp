@@ -8,7 +8,7 @@
 // operator new around parse_options to keep it that way.
 #include "allocator/config.h"
 
-#include <unistd.h>
+#include "allocator/log.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -125,38 +125,26 @@ struct fmt::formatter<cuswap::conf::ExactSize> {
 namespace cuswap::conf {
 namespace {
 
-void write_all(int fd, const char* data, size_t size_bytes) {
-  while (size_bytes > 0) {
-    const ssize_t written = ::write(fd, data, size_bytes);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return;  // nowhere left to report a failed warning
-    }
-    data += written;
-    size_bytes -= static_cast<size_t>(written);
-  }
-}
-
-// Formats "cuswap[pid]: warning: SOURCE: " + the message into a stack line and
-// hands it to the sink, or to stderr with a newline.
+// Formats "SOURCE: " + the message into a stack buffer, makes it a log line
+// ("cuswap[pid]: warning: ...") and hands it to the sink, or to stderr.
 template <typename... Args>
 void emit(Warner& warner, fmt::format_string<Args...> format, Args&&... args) {
-  std::array<char, kLineBytes> line;
-  const size_t capacity = line.size() - 1;  // the newline always fits
-  const auto prefix = fmt::format_to_n(line.data(), capacity,
-                                       "cuswap[{}]: warning: {}: ", static_cast<long>(::getpid()),
-                                       Escaped{warner.source, kQuotedBytes});
-  size_t length = std::min(prefix.size, capacity);
-  const auto message = fmt::format_to_n(line.data() + length, capacity - length, format,
-                                        std::forward<Args>(args)...);
-  length += std::min(message.size, capacity - length);
+  std::array<char, kLineBytes> message;
+  const auto source = fmt::format_to_n(message.data(), message.size(),
+                                       "{}: ", Escaped{warner.source, kQuotedBytes});
+  size_t length = std::min(source.size, message.size());
+  const auto text = fmt::format_to_n(message.data() + length, message.size() - length, format,
+                                     std::forward<Args>(args)...);
+  length += std::min(text.size, message.size() - length);
+  std::array<char, kLineBytes - 1> line;  // with its newline, a line is at most kLineBytes
+  const size_t line_length =
+      log::format_line(LogLevel::warn, std::string_view(message.data(), length), line);
   ++warner.count;
-  if (warner.sink != nullptr) {
-    warner.sink(warner.context, std::string_view(line.data(), length));
-    return;
-  }
-  line[length] = '\n';
-  write_all(STDERR_FILENO, line.data(), length + 1);
+  const std::string_view whole(line.data(), line_length);
+  if (warner.sink != nullptr)
+    warner.sink(warner.context, whole);
+  else
+    log::write_stderr_line(whole);
 }
 
 bool set_bool(bool& field, const Pair& pair) {

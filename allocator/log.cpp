@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+
 namespace cuswap::log {
 namespace {
 
@@ -21,25 +24,28 @@ const char* level_name(LogLevel level) {
   return "log";
 }
 
-void write_all(const char* bytes, size_t size) noexcept {
-  size_t written = 0;
-  while (written < size) {
-    ssize_t n = ::write(STDERR_FILENO, bytes + written, size - written);
+constexpr size_t kLineBytes = 640;
+
+}  // namespace
+
+size_t format_line(LogLevel level, std::string_view message, std::span<char> out) noexcept {
+  auto result = fmt::format_to_n(out.data(), out.size(), "cuswap[{}]: {}: {}", getpid(),
+                                 level_name(level), message);
+  return result.size < out.size() ? result.size : out.size();
+}
+
+void write_stderr_line(std::string_view line) noexcept {
+  char buffer[kLineBytes + 1];
+  size_t size = line.size() < kLineBytes ? line.size() : kLineBytes;
+  std::copy_n(line.data(), size, buffer);
+  buffer[size++] = '\n';  // one write, so lines from threads do not interleave
+  for (size_t written = 0; written < size;) {
+    ssize_t n = ::write(STDERR_FILENO, buffer + written, size - written);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     written += static_cast<size_t>(n);
   }
 }
-
-template <typename... Args>
-void write_formatted(fmt::format_string<Args...> format, Args&&... args) noexcept {
-  char line[640];
-  auto result = fmt::format_to_n(line, sizeof line - 1, format, std::forward<Args>(args)...);
-  size_t size = result.size < sizeof line - 1 ? result.size : sizeof line - 1;
-  line[size++] = '\n';
-  write_all(line, size);
-}
-
-}  // namespace
 
 void set_level(LogLevel level) noexcept {
   g_level.store(level, std::memory_order_relaxed);
@@ -50,11 +56,14 @@ bool enabled(LogLevel level) noexcept {
 }
 
 void write_line(LogLevel level, std::string_view message) noexcept {
-  write_formatted("cuswap[{}]: {}: {}", getpid(), level_name(level), message);
+  char line[kLineBytes];
+  write_stderr_line({line, format_line(level, message, line)});
 }
 
 void write_report_line(std::string_view message) noexcept {
-  write_formatted("cuswap[{}]: {}", getpid(), message);
+  char line[kLineBytes];
+  auto result = fmt::format_to_n(line, sizeof line, "cuswap[{}]: {}", getpid(), message);
+  write_stderr_line({line, result.size < sizeof line ? result.size : sizeof line});
 }
 
 bool Limited::allow() noexcept {

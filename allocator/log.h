@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <span>
 #include <string_view>
 
 #include "allocator/config.h"
@@ -23,6 +24,12 @@ bool enabled(LogLevel level) noexcept;
 // filtered.
 void write_line(LogLevel level, std::string_view message) noexcept;
 void write_report_line(std::string_view message) noexcept;
+
+// The pieces, for code that hands lines elsewhere (configuration warnings
+// go to a sink in tests): `cuswap[pid]: level: message` formatted into `out`,
+// cut to fit, and its length; and one line written to stderr with a newline.
+size_t format_line(LogLevel level, std::string_view message, std::span<char> out) noexcept;
+void write_stderr_line(std::string_view line) noexcept;
 
 template <typename... Args>
 void emit(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
@@ -49,11 +56,6 @@ void warn(fmt::format_string<Args...> format, Args&&... args) noexcept {
 template <typename... Args>
 void error(fmt::format_string<Args...> format, Args&&... args) noexcept {
   emit(LogLevel::error, format, std::forward<Args>(args)...);
-}
-
-template <typename... Args>
-void info(fmt::format_string<Args...> format, Args&&... args) noexcept {
-  emit(LogLevel::info, format, std::forward<Args>(args)...);
 }
 
 // A message that may repeat many times: the first `limit` get through, then
