@@ -4,10 +4,10 @@
 
 namespace cuswap {
 
-int Driver::load(SymbolResolver resolve, void* context) {
+int Driver::load(void* handle, void* (*dlsym_fn)(void*, const char*)) {
   int resolved = 0;
   auto one = [&](auto& slot, const char* name) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(resolve(context, name));
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym_fn(handle, name));
     resolved += slot != nullptr;
   };
 #define CUSWAP_DRIVER_LOAD_HOOKED(name, params, args, handler) one(name, #name);
@@ -17,19 +17,6 @@ int Driver::load(SymbolResolver resolve, void* context) {
 #undef CUSWAP_DRIVER_LOAD_HOOKED
 #undef CUSWAP_DRIVER_LOAD_USED
   return resolved;
-}
-
-int Driver::load_from_handle(void* handle, void* (*dlsym_fn)(void*, const char*)) {
-  struct Lookup {
-    void* handle;
-    void* (*dlsym_fn)(void*, const char*);
-  } lookup{handle, dlsym_fn};
-  return load(
-      [](void* context, const char* name) {
-        auto* l = static_cast<Lookup*>(context);
-        return l->dlsym_fn(l->handle, name);
-      },
-      &lookup);
 }
 
 }  // namespace cuswap

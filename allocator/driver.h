@@ -7,9 +7,6 @@
 
 namespace cuswap {
 
-// Looks a symbol up in the real driver; `context` is the resolver's own.
-using SymbolResolver = void* (*)(void* context, const char* name);
-
 struct Driver {
 #define CUSWAP_DRIVER_MEMBER_HOOKED(name, params, args, handler) \
   CUresult(CUDAAPI* name) params = nullptr;
@@ -19,13 +16,11 @@ struct Driver {
 #undef CUSWAP_DRIVER_MEMBER_HOOKED
 #undef CUSWAP_DRIVER_MEMBER_USED
 
-  // Fills every entry the driver has; missing ones stay nullptr (an older
-  // driver, or simcuda, lacks some). Returns the number resolved.
-  int load(SymbolResolver resolve, void* context);
-
-  // The table for the library loaded as `handle` (from dlopen), through
-  // `dlsym_fn` (the real dlsym: the shim overrides dlsym).
-  int load_from_handle(void* handle, void* (*dlsym_fn)(void*, const char*));
+  // Fills every entry the driver loaded as `handle` (from dlopen) has,
+  // looked up through `dlsym_fn` (the real dlsym: the shim overrides dlsym);
+  // missing ones stay nullptr (an older driver, or simcuda, lacks some).
+  // Returns the number resolved.
+  int load(void* handle, void* (*dlsym_fn)(void*, const char*));
 };
 
 }  // namespace cuswap

@@ -59,11 +59,13 @@ void on_exit() {
   }
 }
 
+// The Driver table already holds each hooked function's real entry point.
 void build_real_to_hook(Runtime& rt) {
   std::vector<Runtime::RealToHook> pairs;
-  for (size_t i = 0; i < kHookCount; ++i)
-    if (void* real = cuswap_real_dlsym(rt.libcuda, kHookNames[i]))
-      pairs.push_back({real, static_cast<HookId>(i)});
+#define CUSWAP_REAL_TO_HOOK(name, params, args, handler) \
+  if (rt.driver.name) pairs.push_back({reinterpret_cast<void*>(rt.driver.name), HookId::name});
+  CUSWAP_DRIVER_HOOKED(CUSWAP_REAL_TO_HOOK)
+#undef CUSWAP_REAL_TO_HOOK
   std::sort(pairs.begin(), pairs.end(),
             [](const auto& a, const auto& b) { return a.real < b.real; });
   rt.real_to_hook = std::make_unique<Runtime::RealToHook[]>(pairs.size());
@@ -87,7 +89,7 @@ void initialise() {
     auto* rt = new Runtime();  // lives as long as the process: hooks may run during exit
     rt->options = options;
     rt->libcuda = handle;
-    rt->driver.load_from_handle(handle, cuswap_real_dlsym);
+    rt->driver.load(handle, cuswap_real_dlsym);
     build_real_to_hook(*rt);
     rt->passthrough.store(options.passthrough);
     pthread_atfork(nullptr, nullptr, on_fork_child);
