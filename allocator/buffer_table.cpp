@@ -136,11 +136,11 @@ struct alignas(uint64_t) Run {
 
   // Disjoint sorted entries end in order too, so the last one starting
   // before `end_address` is the only candidate.
-  bool overlaps(uintptr_t base, uintptr_t end_address) const noexcept {
+  const BufferRef* overlapping(uintptr_t base, uintptr_t end_address) const noexcept {
     const uintptr_t* after = std::lower_bound(bases(), bases() + count, end_address);
-    if (after == bases()) return false;
+    if (after == bases()) return nullptr;
     const BufferRef& candidate = begin()[after - bases() - 1];
-    return candidate.base + candidate.size_bytes > base;
+    return candidate.base + candidate.size_bytes > base ? &candidate : nullptr;
   }
 };
 static_assert(sizeof(Run) % alignof(uintptr_t) == 0, "bases follow the header aligned");
@@ -254,10 +254,10 @@ class RadixTier {
     return run == nullptr ? nullptr : run->find(address);
   }
 
-  // Writer only: whether a buffer of this tier overlaps [base, end_address).
-  // Leaves with nothing in them are skipped whole, which keeps the check for
-  // a buffer of many GiB against the fine tier short.
-  bool overlaps(uintptr_t base, uintptr_t end_address) const noexcept {
+  // Writer only: a buffer of this tier overlapping [base, end_address), if
+  // any. Leaves with nothing in them are skipped whole, which keeps the check
+  // for a buffer of many GiB against the fine tier short.
+  const BufferRef* overlapping(uintptr_t base, uintptr_t end_address) const noexcept {
     const uint64_t last = (end_address - 1) >> kGranuleShift;
     for (uint64_t granule = base >> kGranuleShift; granule <= last;) {
       const uint64_t leaf_last = std::min(last, granule | (kLeafSlots - 1));
@@ -265,12 +265,13 @@ class RadixTier {
       if (leaf != nullptr && leaf->occupied != 0) {
         for (; granule <= leaf_last; ++granule) {
           const Run* run = leaf->slots[granule % kLeafSlots].load(std::memory_order_relaxed);
-          if (run != nullptr && run->overlaps(base, end_address)) return true;
+          if (run == nullptr) continue;
+          if (const BufferRef* hit = run->overlapping(base, end_address)) return hit;
         }
       }
       granule = leaf_last + 1;
     }
-    return false;
+    return nullptr;
   }
 
   // Writer only. Everything that can fail happens before the first slot
@@ -473,8 +474,8 @@ bool BufferTable::insert(const BufferRef& buffer) {
   Impl& table = *impl_;
   const uintptr_t end_address = buffer.base + buffer.size_bytes;
   const std::lock_guard lock(table.mutex);
-  if (table.fine.overlaps(buffer.base, end_address) ||
-      table.coarse.overlaps(buffer.base, end_address)) {
+  if (table.fine.overlapping(buffer.base, end_address) ||
+      table.coarse.overlapping(buffer.base, end_address)) {
     return false;
   }
   const bool inserted = is_large(buffer) ? table.coarse.insert(buffer, table.epochs)
@@ -502,6 +503,29 @@ std::optional<BufferRef> BufferTable::erase(uintptr_t base) {
                            std::memory_order_relaxed);
   table.epochs.reclaim_if_due();
   return buffer;
+}
+
+size_t BufferTable::erase_overlapping(uintptr_t base, uint64_t size_bytes) {
+  if (impl_ == nullptr || size_bytes == 0 || base >= kAddressLimit) return 0;
+  Impl& table = *impl_;
+  const uintptr_t end_address =
+      size_bytes > kAddressLimit - base ? kAddressLimit : base + size_bytes;
+  const std::lock_guard lock(table.mutex);
+  size_t erased = 0;
+  for (;;) {
+    const BufferRef* hit = table.fine.overlapping(base, end_address);
+    if (hit == nullptr) hit = table.coarse.overlapping(base, end_address);
+    if (hit == nullptr) break;
+    const BufferRef buffer = *hit;  // its run is about to be retired
+    const bool done = is_large(buffer) ? table.coarse.erase(buffer, table.epochs)
+                                       : table.fine.erase(buffer, table.epochs);
+    if (!done) break;  // out of memory for a replacement run: the rest stays
+    table.live_buffers.store(table.live_buffers.load(std::memory_order_relaxed) - 1,
+                             std::memory_order_relaxed);
+    ++erased;
+  }
+  table.epochs.reclaim_if_due();
+  return erased;
 }
 
 std::optional<BufferRef> BufferTable::find(uintptr_t address) const noexcept {

@@ -48,6 +48,11 @@ class BufferTable {
   // Removes the live buffer that starts exactly at `base` and returns it.
   std::optional<BufferRef> erase(uintptr_t base);
 
+  // Removes every live buffer overlapping [base, base + size_bytes) and
+  // returns how many: for entries that outlived their memory (freed behind
+  // the table's back) where the driver now hands out something new.
+  size_t erase_overlapping(uintptr_t base, uint64_t size_bytes);
+
   // The live buffer containing `address`, if any.
   std::optional<BufferRef> find(uintptr_t address) const noexcept;
 

@@ -172,8 +172,7 @@ void note_alloc(Runtime& rt, uintptr_t address, uint64_t size_bytes, uint64_t st
     if (!rt.buffers.insert(buffer)) {
       // Memory freed behind cuswap's back (a context destroyed, a reset)
       // leaves stale entries where the driver now hands out new memory.
-      for (uintptr_t probe : {address, address + size_bytes - 1})
-        if (auto stale = rt.buffers.find(probe)) rt.buffers.erase(stale->base);
+      rt.buffers.erase_overlapping(address, size_bytes);
       if (!rt.buffers.insert(buffer) && g_overlap_warnings.allow())
         log::warn("allocation at {:#x} (+{}) overlaps buffers cuswap still tracks", address,
                   size_bytes);

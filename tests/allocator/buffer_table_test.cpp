@@ -259,6 +259,29 @@ TEST(BufferTable, HugeBufferBetweenSmallOnes) {
   EXPECT_EQ(table.size(), 6u);
 }
 
+TEST(BufferTable, EraseOverlappingTakesEveryBufferTouchingTheRange) {
+  BufferTable table;
+  const uintptr_t start = kHeap + 8 * MiB, end = start + 64 * MiB;
+  const BufferRef before = ref(start - 8 * KiB, 4 * KiB, 1);         // stays
+  const BufferRef head = ref(start - 1 * KiB, 2 * KiB, 2);           // straddles the start
+  const BufferRef inside_small = ref(start + 5 * MiB, 512, 3);       // fine tier
+  const BufferRef inside_large = ref(start + 16 * MiB, 8 * MiB, 4);  // coarse tier
+  const BufferRef tail = ref(end - 2 * MiB, 2 * MiB, 5);             // ends at the end
+  const BufferRef after = ref(end, 1 * MiB, 6);                      // starts at the end: stays
+  for (const BufferRef& b : {before, head, inside_small, inside_large, tail, after})
+    ASSERT_TRUE(table.insert(b)) << b.id;
+  EXPECT_EQ(table.erase_overlapping(start, end - start), 4u);
+  EXPECT_EQ(table.size(), 2u);
+  for (const BufferRef& gone : {head, inside_small, inside_large, tail})
+    EXPECT_EQ(id_at(table, gone.base), 0u) << gone.id;
+  expect_edges(table, before);
+  expect_edges(table, after);
+  EXPECT_TRUE(table.insert(ref(start, end - start, 7))) << "the range is free now";
+  EXPECT_EQ(table.erase_overlapping(start - 4 * KiB, 2 * KiB), 0u) << "a gap";
+  EXPECT_EQ(table.erase_overlapping(start, 0), 0u);
+  EXPECT_EQ(table.size(), 3u);
+}
+
 TEST(BufferTable, AddressesNearZero) {
   BufferTable table;
   EXPECT_EQ(id_at(table, 0), 0u);
