@@ -20,20 +20,21 @@ void scan_bytes(const unsigned char* bytes, size_t size, const BufferTable::Read
     uint64_t word;
     std::memcpy(&word, bytes + offset, sizeof word);
     if (word == 0) continue;
-    if (auto hit = buffers.find(static_cast<uintptr_t>(word))) out.add(hit->id);
+    if (auto hit = buffers.find(static_cast<uintptr_t>(word))) out.add(hit->id, hit->base);
   }
 }
 
 }  // namespace
 
-void TouchedBuffers::add(uint64_t id) noexcept {
+void TouchedBuffers::add(uint64_t id, uintptr_t base) noexcept {
   for (size_t i = 0; i < count; ++i)
     if (ids[i] == id) return;
   if (count == kCapacity) {
     unknown = true;
     return;
   }
-  ids[count++] = id;
+  ids[count] = id;
+  bases[count++] = base;
 }
 
 KernelInfo& KernelCache::get(CUfunction function) noexcept {

@@ -39,14 +39,16 @@ struct KernelInfo {
   std::atomic<uint32_t> trace_id{0};  // the recorder's name id, 0 until interned
 };
 
-// The buffers one launch touches (ids, no duplicates, in scan order).
+// The buffers one launch touches (ids and bases, no duplicates, in scan
+// order).
 struct TouchedBuffers {
   static constexpr size_t kCapacity = 256;
   uint64_t ids[kCapacity];
+  uintptr_t bases[kCapacity];
   size_t count = 0;
   bool unknown = false;  // the layout is unknown, or more than kCapacity buffers
 
-  void add(uint64_t id) noexcept;
+  void add(uint64_t id, uintptr_t base) noexcept;
 };
 
 class KernelCache {

@@ -1,6 +1,8 @@
 // Handlers: copies and sets. They name their buffers directly: each side
 // that is device memory is looked up in the buffer table. 2-D and 3-D
 // copies record the address of their first byte on each side.
+#include <utility>
+
 #include "hooks/handlers.h"
 
 namespace cuswap::hooks {
@@ -29,6 +31,25 @@ D direction_of(const Side& dst, const Side& src, CUmemorytype dst_type, CUmemory
          : d    ? D::host_to_device
          : s    ? D::device_to_host
                 : D::host_to_host;
+}
+
+// The device addresses of a 2-D/3-D copy's two sides (0 for host memory
+// and arrays).
+std::pair<uintptr_t, uintptr_t> device_sides(const CUDA_MEMCPY2D* p) {
+  return {side(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, 0, p->dstPitch, 0)
+              .device_address,
+          side(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, 0, p->srcPitch, 0)
+              .device_address};
+}
+
+template <typename Copy3D>
+std::pair<uintptr_t, uintptr_t> device_sides(const Copy3D* p) {
+  return {side(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+               p->dstHeight)
+              .device_address,
+          side(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+               p->srcHeight)
+              .device_address};
 }
 
 void note_2d(Entry& entry, const CUDA_MEMCPY2D* p, CUstream stream) {
@@ -71,6 +92,21 @@ void note_set(Entry& entry, CUdeviceptr dst, size_t bytes, CUstream stream) {
   note_copy(*entry.active(), dst, 0, bytes, D::device_to_device, entry.stream_value(stream), true);
 }
 
+// Makes the copy's device buffers resident before the call (the host side
+// of a host-to-device copy is scanned for pointers), records its use after.
+template <typename Call>
+CUresult copy(Entry& entry, CUstream stream, uintptr_t dst, uintptr_t src, const void* host_source,
+              uint64_t bytes, Call&& call) noexcept {
+  Runtime& rt = *entry.active();
+  const CUstream handle = entry.stream_handle(stream);
+  Use use;
+  if (CUresult r = begin_copy(rt, handle, dst, src, host_source, bytes, use); r != CUDA_SUCCESS)
+    return r;
+  CUresult r = call();
+  end_copy(rt, handle, use, r);
+  return r;
+}
+
 uintptr_t host(const void* p) {
   return reinterpret_cast<uintptr_t>(p);
 }
@@ -82,21 +118,24 @@ uintptr_t host(const void* p) {
 
 CUresult handle_cuMemcpy(Entry& entry, Real_cuMemcpy real, CUdeviceptr dst, CUdeviceptr src,
                          size_t ByteCount) noexcept {
-  CUresult r = real(dst, src, ByteCount);
+  CUresult r =
+      copy(entry, nullptr, dst, src, nullptr, ByteCount, [&] { return real(dst, src, ByteCount); });
   if (r == CUDA_SUCCESS) note_linear(entry, dst, src, ByteCount, D::unknown, nullptr);
   return r;
 }
 
 CUresult handle_cuMemcpyAsync(Entry& entry, Real_cuMemcpyAsync real, CUdeviceptr dst,
                               CUdeviceptr src, size_t ByteCount, CUstream hStream) noexcept {
-  CUresult r = real(dst, src, ByteCount, hStream);
+  CUresult r = copy(entry, hStream, dst, src, nullptr, ByteCount,
+                    [&] { return real(dst, src, ByteCount, hStream); });
   if (r == CUDA_SUCCESS) note_linear(entry, dst, src, ByteCount, D::unknown, hStream);
   return r;
 }
 
 CUresult handle_cuMemcpyHtoD(Entry& entry, Real_cuMemcpyHtoD_v2 real, CUdeviceptr dstDevice,
                              const void* srcHost, size_t ByteCount) noexcept {
-  CUresult r = real(dstDevice, srcHost, ByteCount);
+  CUresult r = copy(entry, nullptr, dstDevice, 0, srcHost, ByteCount,
+                    [&] { return real(dstDevice, srcHost, ByteCount); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, dstDevice, host(srcHost), ByteCount, D::host_to_device, nullptr);
   return r;
@@ -104,7 +143,8 @@ CUresult handle_cuMemcpyHtoD(Entry& entry, Real_cuMemcpyHtoD_v2 real, CUdevicept
 
 CUresult handle_cuMemcpyDtoH(Entry& entry, Real_cuMemcpyDtoH_v2 real, void* dstHost,
                              CUdeviceptr srcDevice, size_t ByteCount) noexcept {
-  CUresult r = real(dstHost, srcDevice, ByteCount);
+  CUresult r = copy(entry, nullptr, 0, srcDevice, nullptr, ByteCount,
+                    [&] { return real(dstHost, srcDevice, ByteCount); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, host(dstHost), srcDevice, ByteCount, D::device_to_host, nullptr);
   return r;
@@ -112,7 +152,8 @@ CUresult handle_cuMemcpyDtoH(Entry& entry, Real_cuMemcpyDtoH_v2 real, void* dstH
 
 CUresult handle_cuMemcpyDtoD(Entry& entry, Real_cuMemcpyDtoD_v2 real, CUdeviceptr dstDevice,
                              CUdeviceptr srcDevice, size_t ByteCount) noexcept {
-  CUresult r = real(dstDevice, srcDevice, ByteCount);
+  CUresult r = copy(entry, nullptr, dstDevice, srcDevice, nullptr, ByteCount,
+                    [&] { return real(dstDevice, srcDevice, ByteCount); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, dstDevice, srcDevice, ByteCount, D::device_to_device, nullptr);
   return r;
@@ -121,7 +162,8 @@ CUresult handle_cuMemcpyDtoD(Entry& entry, Real_cuMemcpyDtoD_v2 real, CUdevicept
 CUresult handle_cuMemcpyHtoDAsync(Entry& entry, Real_cuMemcpyHtoDAsync_v2 real,
                                   CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
                                   CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, srcHost, ByteCount, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, srcHost, ByteCount,
+                    [&] { return real(dstDevice, srcHost, ByteCount, hStream); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, dstDevice, host(srcHost), ByteCount, D::host_to_device, hStream);
   return r;
@@ -130,7 +172,8 @@ CUresult handle_cuMemcpyHtoDAsync(Entry& entry, Real_cuMemcpyHtoDAsync_v2 real,
 CUresult handle_cuMemcpyDtoHAsync(Entry& entry, Real_cuMemcpyDtoHAsync_v2 real, void* dstHost,
                                   CUdeviceptr srcDevice, size_t ByteCount,
                                   CUstream hStream) noexcept {
-  CUresult r = real(dstHost, srcDevice, ByteCount, hStream);
+  CUresult r = copy(entry, hStream, 0, srcDevice, nullptr, ByteCount,
+                    [&] { return real(dstHost, srcDevice, ByteCount, hStream); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, host(dstHost), srcDevice, ByteCount, D::device_to_host, hStream);
   return r;
@@ -139,7 +182,8 @@ CUresult handle_cuMemcpyDtoHAsync(Entry& entry, Real_cuMemcpyDtoHAsync_v2 real, 
 CUresult handle_cuMemcpyDtoDAsync(Entry& entry, Real_cuMemcpyDtoDAsync_v2 real,
                                   CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
                                   CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, srcDevice, ByteCount, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, srcDevice, nullptr, ByteCount,
+                    [&] { return real(dstDevice, srcDevice, ByteCount, hStream); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, dstDevice, srcDevice, ByteCount, D::device_to_device, hStream);
   return r;
@@ -147,14 +191,16 @@ CUresult handle_cuMemcpyDtoDAsync(Entry& entry, Real_cuMemcpyDtoDAsync_v2 real,
 
 CUresult handle_cuMemcpyDtoA(Entry& entry, Real_cuMemcpyDtoA_v2 real, CUarray dstArray,
                              size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount) noexcept {
-  CUresult r = real(dstArray, dstOffset, srcDevice, ByteCount);
+  CUresult r = copy(entry, nullptr, 0, srcDevice, nullptr, ByteCount,
+                    [&] { return real(dstArray, dstOffset, srcDevice, ByteCount); });
   if (r == CUDA_SUCCESS) note_linear(entry, 0, srcDevice, ByteCount, D::device_to_device, nullptr);
   return r;
 }
 
 CUresult handle_cuMemcpyAtoD(Entry& entry, Real_cuMemcpyAtoD_v2 real, CUdeviceptr dstDevice,
                              CUarray srcArray, size_t srcOffset, size_t ByteCount) noexcept {
-  CUresult r = real(dstDevice, srcArray, srcOffset, ByteCount);
+  CUresult r = copy(entry, nullptr, dstDevice, 0, nullptr, ByteCount,
+                    [&] { return real(dstDevice, srcArray, srcOffset, ByteCount); });
   if (r == CUDA_SUCCESS) note_linear(entry, dstDevice, 0, ByteCount, D::device_to_device, nullptr);
   return r;
 }
@@ -162,7 +208,8 @@ CUresult handle_cuMemcpyAtoD(Entry& entry, Real_cuMemcpyAtoD_v2 real, CUdevicept
 CUresult handle_cuMemcpyPeer(Entry& entry, Real_cuMemcpyPeer real, CUdeviceptr dstDevice,
                              CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
                              size_t ByteCount) noexcept {
-  CUresult r = real(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+  CUresult r = copy(entry, nullptr, dstDevice, srcDevice, nullptr, ByteCount,
+                    [&] { return real(dstDevice, dstContext, srcDevice, srcContext, ByteCount); });
   if (r == CUDA_SUCCESS)
     note_linear(entry, dstDevice, srcDevice, ByteCount,
                 dstContext != srcContext ? D::peer : D::device_to_device, nullptr);
@@ -172,7 +219,9 @@ CUresult handle_cuMemcpyPeer(Entry& entry, Real_cuMemcpyPeer real, CUdeviceptr d
 CUresult handle_cuMemcpyPeerAsync(Entry& entry, Real_cuMemcpyPeerAsync real, CUdeviceptr dstDevice,
                                   CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
                                   size_t ByteCount, CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, srcDevice, nullptr, ByteCount, [&] {
+    return real(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+  });
   if (r == CUDA_SUCCESS)
     note_linear(entry, dstDevice, srcDevice, ByteCount,
                 dstContext != srcContext ? D::peer : D::device_to_device, hStream);
@@ -184,42 +233,54 @@ CUresult handle_cuMemcpyPeerAsync(Entry& entry, Real_cuMemcpyPeerAsync real, CUd
 
 CUresult handle_cuMemcpy2D(Entry& entry, Real_cuMemcpy2D_v2 real,
                            const CUDA_MEMCPY2D* pCopy) noexcept {
-  CUresult r = real(pCopy);
+  if (!pCopy) return real(pCopy);
+  auto [dst, src] = device_sides(pCopy);
+  CUresult r = copy(entry, nullptr, dst, src, nullptr, 0, [&] { return real(pCopy); });
   if (r == CUDA_SUCCESS) note_2d(entry, pCopy, nullptr);
   return r;
 }
 
 CUresult handle_cuMemcpy2DAsync(Entry& entry, Real_cuMemcpy2DAsync_v2 real,
                                 const CUDA_MEMCPY2D* pCopy, CUstream hStream) noexcept {
-  CUresult r = real(pCopy, hStream);
+  if (!pCopy) return real(pCopy, hStream);
+  auto [dst, src] = device_sides(pCopy);
+  CUresult r = copy(entry, hStream, dst, src, nullptr, 0, [&] { return real(pCopy, hStream); });
   if (r == CUDA_SUCCESS) note_2d(entry, pCopy, hStream);
   return r;
 }
 
 CUresult handle_cuMemcpy3D(Entry& entry, Real_cuMemcpy3D_v2 real,
                            const CUDA_MEMCPY3D* pCopy) noexcept {
-  CUresult r = real(pCopy);
+  if (!pCopy) return real(pCopy);
+  auto [dst, src] = device_sides(pCopy);
+  CUresult r = copy(entry, nullptr, dst, src, nullptr, 0, [&] { return real(pCopy); });
   if (r == CUDA_SUCCESS) note_3d(entry, pCopy, nullptr);
   return r;
 }
 
 CUresult handle_cuMemcpy3DAsync(Entry& entry, Real_cuMemcpy3DAsync_v2 real,
                                 const CUDA_MEMCPY3D* pCopy, CUstream hStream) noexcept {
-  CUresult r = real(pCopy, hStream);
+  if (!pCopy) return real(pCopy, hStream);
+  auto [dst, src] = device_sides(pCopy);
+  CUresult r = copy(entry, hStream, dst, src, nullptr, 0, [&] { return real(pCopy, hStream); });
   if (r == CUDA_SUCCESS) note_3d(entry, pCopy, hStream);
   return r;
 }
 
 CUresult handle_cuMemcpy3DPeer(Entry& entry, Real_cuMemcpy3DPeer real,
                                const CUDA_MEMCPY3D_PEER* pCopy) noexcept {
-  CUresult r = real(pCopy);
+  if (!pCopy) return real(pCopy);
+  auto [dst, src] = device_sides(pCopy);
+  CUresult r = copy(entry, nullptr, dst, src, nullptr, 0, [&] { return real(pCopy); });
   if (r == CUDA_SUCCESS) note_3d_peer(entry, pCopy, nullptr);
   return r;
 }
 
 CUresult handle_cuMemcpy3DPeerAsync(Entry& entry, Real_cuMemcpy3DPeerAsync real,
                                     const CUDA_MEMCPY3D_PEER* pCopy, CUstream hStream) noexcept {
-  CUresult r = real(pCopy, hStream);
+  if (!pCopy) return real(pCopy, hStream);
+  auto [dst, src] = device_sides(pCopy);
+  CUresult r = copy(entry, hStream, dst, src, nullptr, 0, [&] { return real(pCopy, hStream); });
   if (r == CUDA_SUCCESS) note_3d_peer(entry, pCopy, hStream);
   return r;
 }
@@ -229,42 +290,48 @@ CUresult handle_cuMemcpy3DPeerAsync(Entry& entry, Real_cuMemcpy3DPeerAsync real,
 
 CUresult handle_cuMemsetD8(Entry& entry, Real_cuMemsetD8_v2 real, CUdeviceptr dstDevice,
                            unsigned char uc, size_t N) noexcept {
-  CUresult r = real(dstDevice, uc, N);
+  CUresult r =
+      copy(entry, nullptr, dstDevice, 0, nullptr, N, [&] { return real(dstDevice, uc, N); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, N, nullptr);
   return r;
 }
 
 CUresult handle_cuMemsetD16(Entry& entry, Real_cuMemsetD16_v2 real, CUdeviceptr dstDevice,
                             unsigned short us, size_t N) noexcept {
-  CUresult r = real(dstDevice, us, N);
+  CUresult r =
+      copy(entry, nullptr, dstDevice, 0, nullptr, N * 2, [&] { return real(dstDevice, us, N); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, N * 2, nullptr);
   return r;
 }
 
 CUresult handle_cuMemsetD32(Entry& entry, Real_cuMemsetD32_v2 real, CUdeviceptr dstDevice,
                             unsigned int ui, size_t N) noexcept {
-  CUresult r = real(dstDevice, ui, N);
+  CUresult r =
+      copy(entry, nullptr, dstDevice, 0, nullptr, N * 4, [&] { return real(dstDevice, ui, N); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, N * 4, nullptr);
   return r;
 }
 
 CUresult handle_cuMemsetD8Async(Entry& entry, Real_cuMemsetD8Async real, CUdeviceptr dstDevice,
                                 unsigned char uc, size_t N, CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, uc, N, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, nullptr, N,
+                    [&] { return real(dstDevice, uc, N, hStream); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, N, hStream);
   return r;
 }
 
 CUresult handle_cuMemsetD16Async(Entry& entry, Real_cuMemsetD16Async real, CUdeviceptr dstDevice,
                                  unsigned short us, size_t N, CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, us, N, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, nullptr, N * 2,
+                    [&] { return real(dstDevice, us, N, hStream); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, N * 2, hStream);
   return r;
 }
 
 CUresult handle_cuMemsetD32Async(Entry& entry, Real_cuMemsetD32Async real, CUdeviceptr dstDevice,
                                  unsigned int ui, size_t N, CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, ui, N, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, nullptr, N * 4,
+                    [&] { return real(dstDevice, ui, N, hStream); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, N * 4, hStream);
   return r;
 }
@@ -272,7 +339,8 @@ CUresult handle_cuMemsetD32Async(Entry& entry, Real_cuMemsetD32Async real, CUdev
 CUresult handle_cuMemsetD2D8(Entry& entry, Real_cuMemsetD2D8_v2 real, CUdeviceptr dstDevice,
                              size_t dstPitch, unsigned char uc, size_t Width,
                              size_t Height) noexcept {
-  CUresult r = real(dstDevice, dstPitch, uc, Width, Height);
+  CUresult r = copy(entry, nullptr, dstDevice, 0, nullptr, Width * Height,
+                    [&] { return real(dstDevice, dstPitch, uc, Width, Height); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, Width * Height, nullptr);
   return r;
 }
@@ -280,7 +348,8 @@ CUresult handle_cuMemsetD2D8(Entry& entry, Real_cuMemsetD2D8_v2 real, CUdevicept
 CUresult handle_cuMemsetD2D16(Entry& entry, Real_cuMemsetD2D16_v2 real, CUdeviceptr dstDevice,
                               size_t dstPitch, unsigned short us, size_t Width,
                               size_t Height) noexcept {
-  CUresult r = real(dstDevice, dstPitch, us, Width, Height);
+  CUresult r = copy(entry, nullptr, dstDevice, 0, nullptr, Width * Height * 2,
+                    [&] { return real(dstDevice, dstPitch, us, Width, Height); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, Width * Height * 2, nullptr);
   return r;
 }
@@ -288,7 +357,8 @@ CUresult handle_cuMemsetD2D16(Entry& entry, Real_cuMemsetD2D16_v2 real, CUdevice
 CUresult handle_cuMemsetD2D32(Entry& entry, Real_cuMemsetD2D32_v2 real, CUdeviceptr dstDevice,
                               size_t dstPitch, unsigned int ui, size_t Width,
                               size_t Height) noexcept {
-  CUresult r = real(dstDevice, dstPitch, ui, Width, Height);
+  CUresult r = copy(entry, nullptr, dstDevice, 0, nullptr, Width * Height * 4,
+                    [&] { return real(dstDevice, dstPitch, ui, Width, Height); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, Width * Height * 4, nullptr);
   return r;
 }
@@ -296,7 +366,8 @@ CUresult handle_cuMemsetD2D32(Entry& entry, Real_cuMemsetD2D32_v2 real, CUdevice
 CUresult handle_cuMemsetD2D8Async(Entry& entry, Real_cuMemsetD2D8Async real, CUdeviceptr dstDevice,
                                   size_t dstPitch, unsigned char uc, size_t Width, size_t Height,
                                   CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, dstPitch, uc, Width, Height, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, nullptr, Width * Height,
+                    [&] { return real(dstDevice, dstPitch, uc, Width, Height, hStream); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, Width * Height, hStream);
   return r;
 }
@@ -304,7 +375,8 @@ CUresult handle_cuMemsetD2D8Async(Entry& entry, Real_cuMemsetD2D8Async real, CUd
 CUresult handle_cuMemsetD2D16Async(Entry& entry, Real_cuMemsetD2D16Async real,
                                    CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
                                    size_t Width, size_t Height, CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, dstPitch, us, Width, Height, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, nullptr, Width * Height * 2,
+                    [&] { return real(dstDevice, dstPitch, us, Width, Height, hStream); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, Width * Height * 2, hStream);
   return r;
 }
@@ -312,7 +384,8 @@ CUresult handle_cuMemsetD2D16Async(Entry& entry, Real_cuMemsetD2D16Async real,
 CUresult handle_cuMemsetD2D32Async(Entry& entry, Real_cuMemsetD2D32Async real,
                                    CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
                                    size_t Width, size_t Height, CUstream hStream) noexcept {
-  CUresult r = real(dstDevice, dstPitch, ui, Width, Height, hStream);
+  CUresult r = copy(entry, hStream, dstDevice, 0, nullptr, Width * Height * 4,
+                    [&] { return real(dstDevice, dstPitch, ui, Width, Height, hStream); });
   if (r == CUDA_SUCCESS) note_set(entry, dstDevice, Width * Height * 4, hStream);
   return r;
 }

@@ -14,51 +14,80 @@ CUresult handle_cuInit(Entry& entry, Real_cuInit real, unsigned int Flags) noexc
   return r;
 }
 
+// With a budget, allocations come from the swapping allocator; frees of
+// its buffers go back to it, anything else to the driver.
 CUresult handle_cuMemAlloc(Entry& entry, Real_cuMemAlloc_v2 real, CUdeviceptr* dptr,
                            size_t bytesize) noexcept {
-  CUresult r = real(dptr, bytesize);
-  if (r == CUDA_SUCCESS) note_alloc(*entry.active(), *dptr, bytesize, 0, AllocKind::linear);
+  Runtime& rt = *entry.active();
+  CUresult r =
+      rt.allocator ? rt.allocator->allocate(bytesize, nullptr, false, dptr) : real(dptr, bytesize);
+  if (r == CUDA_SUCCESS) note_alloc(rt, *dptr, bytesize, 0, AllocKind::linear);
   return r;
 }
 
 CUresult handle_cuMemAllocPitch(Entry& entry, Real_cuMemAllocPitch_v2 real, CUdeviceptr* dptr,
                                 size_t* pPitch, size_t WidthInBytes, size_t Height,
                                 unsigned int ElementSizeBytes) noexcept {
-  CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-  if (r == CUDA_SUCCESS) note_alloc(*entry.active(), *dptr, *pPitch * Height, 0, AllocKind::pitch);
+  Runtime& rt = *entry.active();
+  CUresult r = CUDA_SUCCESS;
+  if (rt.allocator) {
+    // Rows aligned as the driver aligns them for cuMemAllocPitch.
+    constexpr size_t kPitchAlignment = 512;
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+      return CUDA_ERROR_INVALID_VALUE;
+    const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+    r = rt.allocator->allocate(pitch * Height, nullptr, false, dptr);
+    if (r == CUDA_SUCCESS) *pPitch = pitch;
+  } else {
+    r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+  }
+  if (r == CUDA_SUCCESS) note_alloc(rt, *dptr, *pPitch * Height, 0, AllocKind::pitch);
   return r;
 }
 
 CUresult handle_cuMemAllocAsync(Entry& entry, Real_cuMemAllocAsync real, CUdeviceptr* dptr,
                                 size_t bytesize, CUstream hStream) noexcept {
-  CUresult r = real(dptr, bytesize, hStream);
+  Runtime& rt = *entry.active();
+  CUresult r = rt.allocator
+                   ? rt.allocator->allocate(bytesize, entry.stream_handle(hStream), true, dptr)
+                   : real(dptr, bytesize, hStream);
   if (r == CUDA_SUCCESS)
-    note_alloc(*entry.active(), *dptr, bytesize, entry.stream_value(hStream), AllocKind::async);
+    note_alloc(rt, *dptr, bytesize, entry.stream_value(hStream), AllocKind::async);
   return r;
 }
 
+// Allocations from any pool come from the allocator too: the pool's own
+// properties (IPC export, location) are not honoured under a budget.
 CUresult handle_cuMemAllocFromPoolAsync(Entry& entry, Real_cuMemAllocFromPoolAsync real,
                                         CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                         CUstream hStream) noexcept {
-  CUresult r = real(dptr, bytesize, pool, hStream);
+  Runtime& rt = *entry.active();
+  CUresult r = rt.allocator
+                   ? rt.allocator->allocate(bytesize, entry.stream_handle(hStream), true, dptr)
+                   : real(dptr, bytesize, pool, hStream);
   if (r == CUDA_SUCCESS)
-    note_alloc(*entry.active(), *dptr, bytesize, entry.stream_value(hStream),
-               AllocKind::pool_async);
+    note_alloc(rt, *dptr, bytesize, entry.stream_value(hStream), AllocKind::pool_async);
   return r;
 }
 
 CUresult handle_cuMemFree(Entry& entry, Real_cuMemFree_v2 real, CUdeviceptr dptr) noexcept {
-  auto buffer = begin_free(*entry.active(), dptr);
-  CUresult r = real(dptr);
-  finish_free(*entry.active(), buffer, r, 0, FreeKind::sync);
+  Runtime& rt = *entry.active();
+  auto buffer = begin_free(rt, dptr);
+  CUresult r = rt.allocator && rt.allocator->owns(dptr) ? rt.allocator->free(dptr, nullptr, false)
+                                                        : real(dptr);
+  finish_free(rt, buffer, r, 0, FreeKind::sync);
   return r;
 }
 
 CUresult handle_cuMemFreeAsync(Entry& entry, Real_cuMemFreeAsync real, CUdeviceptr dptr,
                                CUstream hStream) noexcept {
-  auto buffer = begin_free(*entry.active(), dptr);
-  CUresult r = real(dptr, hStream);
-  finish_free(*entry.active(), buffer, r, entry.stream_value(hStream), FreeKind::async);
+  Runtime& rt = *entry.active();
+  auto buffer = begin_free(rt, dptr);
+  CUresult r = rt.allocator && rt.allocator->owns(dptr)
+                   ? rt.allocator->free(dptr, entry.stream_handle(hStream), true)
+                   : real(dptr, hStream);
+  finish_free(rt, buffer, r, entry.stream_value(hStream), FreeKind::async);
   return r;
 }
 
@@ -92,15 +121,18 @@ CUresult handle_cuMemRelease(Entry& entry, Real_cuMemRelease real,
   return r;
 }
 
-// Reporting passes through until the allocator enforces a budget.
-CUresult handle_cuMemGetInfo(Entry&, Real_cuMemGetInfo_v2 real, size_t* free,
+// With a budget, memory is reported as the budget sees it: TensorFlow and
+// others size themselves from these.
+CUresult handle_cuMemGetInfo(Entry& entry, Real_cuMemGetInfo_v2 real, size_t* free,
                              size_t* total) noexcept {
-  return real(free, total);
+  Runtime& rt = *entry.active();
+  return rt.allocator ? rt.allocator->mem_get_info(free, total) : real(free, total);
 }
 
-CUresult handle_cuDeviceTotalMem(Entry&, Real_cuDeviceTotalMem_v2 real, size_t* bytes,
+CUresult handle_cuDeviceTotalMem(Entry& entry, Real_cuDeviceTotalMem_v2 real, size_t* bytes,
                                  CUdevice dev) noexcept {
-  return real(bytes, dev);
+  Runtime& rt = *entry.active();
+  return rt.allocator ? rt.allocator->device_total_mem(dev, bytes) : real(bytes, dev);
 }
 
 }  // namespace cuswap::hooks

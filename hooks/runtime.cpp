@@ -50,6 +50,12 @@ void on_exit() {
     counters.push_back({"cuGetProcAddress answered with a hook", rt->procaddress_answered.load()});
     counters.push_back({"dlsym answered with a hook", rt->dlsym_answered.load()});
     counters.push_back({"live buffers at exit", rt->buffers.size()});
+    if (rt->allocator) {
+      const SwapStats swap = rt->allocator->stats();
+#define CUSWAP_SWAP_STAT_COUNTER(name, description) counters.push_back({#name, swap.name});
+      CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_COUNTER)
+#undef CUSWAP_SWAP_STAT_COUNTER
+    }
     if (rt->options.stats)
       for (const trace::Counter& c : counters)
         log::report("stats: {} = {}", c.name, c.value);
@@ -73,6 +79,13 @@ void build_real_to_hook(Runtime& rt) {
   rt.real_to_hook_count = pairs.size();
 }
 
+bool has_budget(const conf::Options& options) {
+  if (options.budget_bytes.all) return true;
+  for (const auto& device : options.budget_bytes.device)
+    if (device) return true;
+  return false;
+}
+
 void initialise() {
   tl_initialising = true;
   conf::Warner warner;
@@ -92,6 +105,12 @@ void initialise() {
     rt->driver.load(handle, cuswap_real_dlsym);
     build_real_to_hook(*rt);
     rt->passthrough.store(options.passthrough);
+    if (!options.passthrough && has_budget(options)) {
+      AllocatorSettings settings;
+      settings.budget_bytes = options.budget_bytes;
+      settings.swap_min_bytes = options.swap_min_bytes;
+      rt->allocator = std::make_unique<Allocator>(rt->driver, settings);
+    }
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(on_exit);
     g_runtime.store(rt, std::memory_order_release);
@@ -162,10 +181,15 @@ log::Limited g_overlap_warnings{5};
 
 }  // namespace
 
+// The buffer table is kept while anything needs it: the recorder names
+// buffers, the allocator needs to know what a launch touches.
+bool tracking(Runtime& rt) noexcept {
+  return rt.allocator || recorder_of(rt);
+}
+
 void note_alloc(Runtime& rt, uintptr_t address, uint64_t size_bytes, uint64_t stream,
                 trace::AllocKind kind) noexcept {
-  trace::Recorder* r = recorder_of(rt);
-  if (!r) return;
+  if (!tracking(rt)) return;
   try {
     uint64_t id = rt.next_buffer_id.fetch_add(1, std::memory_order_relaxed);
     BufferRef buffer{id, address, size_bytes};
@@ -177,14 +201,15 @@ void note_alloc(Runtime& rt, uintptr_t address, uint64_t size_bytes, uint64_t st
         log::warn("allocation at {:#x} (+{}) overlaps buffers cuswap still tracks", address,
                   size_bytes);
     }
-    r->record_alloc(id, address, size_bytes, stream, current_device(rt), kind);
+    if (trace::Recorder* r = recorder_of(rt))
+      r->record_alloc(id, address, size_bytes, stream, current_device(rt), kind);
   } catch (...) {
     rt.latch_passthrough("recording an allocation");
   }
 }
 
 std::optional<BufferRef> begin_free(Runtime& rt, uintptr_t address) noexcept {
-  if (!recorder_of(rt)) return std::nullopt;
+  if (!tracking(rt)) return std::nullopt;
   try {
     return rt.buffers.erase(address);
   } catch (...) {
@@ -195,39 +220,82 @@ std::optional<BufferRef> begin_free(Runtime& rt, uintptr_t address) noexcept {
 
 void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult result,
                  uint64_t stream, trace::FreeKind kind) noexcept {
-  trace::Recorder* r = recorder_of(rt);
-  if (!buffer || !r) return;
+  if (!buffer) return;
   try {
-    if (result == CUDA_SUCCESS)
-      r->record_free(buffer->id, stream, kind);
-    else
+    if (result != CUDA_SUCCESS)
       rt.buffers.insert(*buffer);  // still live
+    else if (trace::Recorder* r = recorder_of(rt))
+      r->record_free(buffer->id, stream, kind);
   } catch (...) {
     rt.latch_passthrough("recording a free");
   }
 }
 
-void note_launch(Runtime& rt, CUfunction function, uint64_t stream, void** kernel_params,
-                 void** extra, uint8_t flags) noexcept {
+namespace {
+
+// NCCL's kernels reach peers' buffers through pointers they keep on the
+// device: what they name is not all they touch. Their names are mangled
+// (`_Z..ncclDevKernel_AllReduce..`), so the name is searched, not prefixed.
+bool is_nccl_kernel(const KernelInfo& kernel) {
+  return std::string_view(kernel.name).find("nccl") != std::string_view::npos;
+}
+
+}  // namespace
+
+CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream, void** kernel_params,
+                      void** extra, Use& use) noexcept {
+  if (!tracking(rt)) return CUDA_SUCCESS;
+  if (function) {
+    use.kernel = &rt.kernels.get(function);
+    scan_launch(*use.kernel, kernel_params, extra, rt.buffers, use.touched);
+  } else {
+    use.touched.unknown = true;  // a graph
+  }
+  if (use.touched.unknown) use.flags |= trace::kLaunchUnknownAccess;
+  if (!rt.allocator) return CUDA_SUCCESS;
+  UseBuffers buffers;
+  buffers.bases = {use.touched.bases, use.touched.count};
+  buffers.unknown = use.touched.unknown;
+  buffers.escapes = use.kernel && is_nccl_kernel(*use.kernel);
+  return rt.allocator->prepare(stream, buffers);
+}
+
+void end_launch(Runtime& rt, CUstream stream, uint64_t stream_value, const Use& use,
+                CUresult result) noexcept {
+  if (rt.allocator) rt.allocator->finish(stream, {{use.touched.bases, use.touched.count}}, result);
+  if (result != CUDA_SUCCESS) return;
   trace::Recorder* r = recorder_of(rt);
   if (!r) return;
-  TouchedBuffers touched;
   uint32_t kernel_id = 0;
-  if (function) {
-    KernelInfo& kernel = rt.kernels.get(function);
-    scan_launch(kernel, kernel_params, extra, rt.buffers, touched);
-    kernel_id = kernel.trace_id.load(std::memory_order_relaxed);
+  if (use.kernel) {
+    kernel_id = use.kernel->trace_id.load(std::memory_order_relaxed);
     if (!kernel_id) {
-      kernel_id = r->kernel_id(kernel.name.empty() ? std::string_view("(unnamed kernel)")
-                                                   : std::string_view(kernel.name));
-      kernel.trace_id.store(kernel_id, std::memory_order_relaxed);
+      kernel_id = r->kernel_id(use.kernel->name.empty() ? std::string_view("(unnamed kernel)")
+                                                        : std::string_view(use.kernel->name));
+      use.kernel->trace_id.store(kernel_id, std::memory_order_relaxed);
     }
   } else {
-    touched.unknown = true;
     kernel_id = r->kernel_id("(graph)");
   }
-  if (touched.unknown) flags |= trace::kLaunchUnknownAccess;
-  r->record_launch(kernel_id, stream, current_device(rt), {touched.ids, touched.count}, flags);
+  r->record_launch(kernel_id, stream_value, current_device(rt),
+                   {use.touched.ids, use.touched.count}, use.flags);
+}
+
+CUresult begin_copy(Runtime& rt, CUstream stream, uintptr_t dst, uintptr_t src,
+                    const void* host_source, uint64_t bytes, Use& use) noexcept {
+  if (!rt.allocator) return CUDA_SUCCESS;
+  for (uintptr_t address : {dst, src}) {
+    if (!address) continue;
+    if (auto hit = rt.buffers.find(address)) use.touched.add(hit->id, hit->base);
+  }
+  if (host_source) rt.allocator->note_host_words(host_source, bytes);
+  if (use.touched.count == 0) return CUDA_SUCCESS;
+  return rt.allocator->prepare(stream, {{use.touched.bases, use.touched.count}});
+}
+
+void end_copy(Runtime& rt, CUstream stream, const Use& use, CUresult result) noexcept {
+  if (rt.allocator && use.touched.count)
+    rt.allocator->finish(stream, {{use.touched.bases, use.touched.count}}, result);
 }
 
 void note_copy(Runtime& rt, uintptr_t dst, uintptr_t src, uint64_t bytes,

@@ -23,6 +23,7 @@
 #include "allocator/config.h"
 #include "allocator/driver.h"
 #include "allocator/kernel_params.h"
+#include "allocator/swap_allocator.h"
 #include "hooks/counters.h"
 #include "tracer/recorder.h"
 
@@ -60,6 +61,9 @@ struct Runtime {
   std::atomic<trace::Recorder*> recorder{nullptr};
   std::atomic<bool> recorder_opened{false};
   std::atomic<uint64_t> next_buffer_id{1};
+  // The swapping allocator, when a budget is set (`budget:`); without one
+  // cuswap only observes.
+  std::unique_ptr<Allocator> allocator;
   CallCounters calls;
   std::atomic<uint64_t> procaddress_answered{0};  // cuGetProcAddress answers given a hook
   std::atomic<uint64_t> dlsym_answered{0};        // dlsym answers given a hook
@@ -100,6 +104,9 @@ class Entry {
   // The stream as recorded: stream 0 in a per-thread (_ptsz/_ptds) call is
   // CU_STREAM_PER_THREAD.
   uint64_t stream_value(CUstream stream) const noexcept;
+  CUstream stream_handle(CUstream stream) const noexcept {
+    return reinterpret_cast<CUstream>(stream_value(stream));
+  }
 
  private:
   HookId id_;
@@ -117,8 +124,23 @@ void note_alloc(Runtime& rt, uintptr_t address, uint64_t size_bytes, uint64_t st
 std::optional<BufferRef> begin_free(Runtime& rt, uintptr_t address) noexcept;
 void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult result,
                  uint64_t stream, trace::FreeKind kind) noexcept;
-void note_launch(Runtime& rt, CUfunction function, uint64_t stream, void** kernel_params,
-                 void** extra, uint8_t flags) noexcept;
+// A launch, copy or set: what it touches is found before the driver call,
+// so that the allocator can make it resident (begin_*), and recorded after
+// (end_*). Without an allocator or a recorder, nothing is looked up.
+struct Use {
+  TouchedBuffers touched;
+  KernelInfo* kernel = nullptr;
+  uint8_t flags = 0;  // trace::kLaunch*
+};
+[[nodiscard]] CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream,
+                                    void** kernel_params, void** extra, Use& use) noexcept;
+void end_launch(Runtime& rt, CUstream stream, uint64_t stream_value, const Use& use,
+                CUresult result) noexcept;
+// A copy's or set's device sides (0 for none); `host_source` is the host
+// side of a host-to-device copy, whose words may be pointers.
+[[nodiscard]] CUresult begin_copy(Runtime& rt, CUstream stream, uintptr_t dst, uintptr_t src,
+                                  const void* host_source, uint64_t bytes, Use& use) noexcept;
+void end_copy(Runtime& rt, CUstream stream, const Use& use, CUresult result) noexcept;
 void note_copy(Runtime& rt, uintptr_t dst, uintptr_t src, uint64_t bytes,
                trace::CopyDirection direction, uint64_t stream, bool is_set) noexcept;
 void note_vmm(Runtime& rt, trace::VmmOp op, uintptr_t address, uint64_t size_bytes,

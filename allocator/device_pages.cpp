@@ -1,0 +1,263 @@
+// The allocator's memory: each device's set-up, its page pool under the
+// budget, mapping, the cache of freed ranges, shared events, and host copies
+// waiting to be given back.
+//
+// Budget accounting: device_bytes counts every page cuswap created on the
+// device (mapped at a buffer, in a slab, in a cached free range or in the
+// pool); a page is created only while device_bytes stays within the budget.
+#include <algorithm>
+
+#include "allocator/log.h"
+#include "allocator/swap_internal.h"
+
+namespace cuswap {
+
+ScopedContext::ScopedContext(const Driver& driver, CUcontext context) noexcept : driver_(driver) {
+  CUcontext current = nullptr;
+  status_ = driver_.cuCtxGetCurrent(&current);
+  if (status_ != CUDA_SUCCESS || current == context || !context) return;
+  status_ = driver_.cuCtxPushCurrent_v2(context);
+  pushed_ = status_ == CUDA_SUCCESS;
+}
+
+ScopedContext::~ScopedContext() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  (void)driver_.cuCtxPopCurrent_v2(&popped);
+}
+
+CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
+  CUresult r = driver_.cuDeviceGet(&dev.cu_device, ordinal);
+  if (r != CUDA_SUCCESS) return r;
+  // Work is done in the context current at the device's first allocation
+  // (the framework's); one device, one context.
+  if ((r = driver_.cuCtxGetCurrent(&dev.context)) != CUDA_SUCCESS) return r;
+  if (!dev.context) return CUDA_ERROR_INVALID_CONTEXT;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal};
+  size_t granularity = 0;
+  r = driver_.cuMemGetAllocationGranularity(&granularity, &prop,
+                                            CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  if (r != CUDA_SUCCESS) return r;
+  dev.granularity = std::max<uint64_t>(granularity, 1);
+  size_t total = 0;
+  if ((r = driver_.cuDeviceTotalMem_v2(&total, dev.cu_device)) != CUDA_SUCCESS) return r;
+  dev.total_bytes = total;
+  dev.budget_bytes = std::min<uint64_t>(total, settings_.budget_bytes.get(ordinal, total));
+  // Host-located virtual memory (Note [Eviction keeps the address mapped]).
+  int host_vmm = 0;
+  if (!settings_.force_stash &&
+      driver_.cuDeviceGetAttribute(
+          &host_vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+          dev.cu_device) != CUDA_SUCCESS)
+    host_vmm = 0;
+  dev.host_vmm = host_vmm != 0;
+  if (dev.host_vmm) {
+    int numa_id = -1;
+    if (driver_.cuDeviceGetAttribute(&numa_id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev.cu_device) ==
+            CUDA_SUCCESS &&
+        numa_id >= 0)
+      dev.host_location = {CU_MEM_LOCATION_TYPE_HOST_NUMA, numa_id};
+    else
+      dev.host_location = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  }
+  if ((r = driver_.cuStreamCreate(&dev.evict_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+    return r;
+  if ((r = driver_.cuStreamCreate(&dev.prefetch_stream, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS) {
+    (void)driver_.cuStreamDestroy_v2(dev.evict_stream);
+    dev.evict_stream = nullptr;
+    return r;
+  }
+  dev.ordinal = ordinal;
+  dev.initialised = true;
+  log::emit(log::LogLevel::info,
+            "device {}: budget {} of {} bytes, pages of {} bytes, evicting to {}", ordinal,
+            dev.budget_bytes, dev.total_bytes, dev.granularity,
+            dev.host_vmm ? "host memory mapped at the buffer's range" : "the pinned host stash");
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
+                               std::span<Block* const> keep) noexcept {
+  try {
+    out.reserve(count);
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  CUresult r = CUDA_SUCCESS;
+  while (out.size() < count) {
+    if (!dev.page_pool.empty()) {
+      out.push_back(dev.page_pool.back());
+      dev.page_pool.pop_back();
+      continue;
+    }
+    if (dev.device_bytes + dev.granularity <= dev.budget_bytes) {
+      CUmemAllocationProp prop{};
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev.ordinal};
+      PageHandle page = 0;
+      r = driver_.cuMemCreate(&page, dev.granularity, &prop, 0);
+      if (r == CUDA_SUCCESS) {
+        out.push_back(page);
+        dev.device_bytes += dev.granularity;
+        stats_.device_bytes += dev.granularity;
+        stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, stats_.device_bytes);
+        continue;
+      }
+      if (r != CUDA_ERROR_OUT_OF_MEMORY) break;
+      // The device is fuller than the budget says (another process): make
+      // room anyway and try again.
+      ++stats_.driver_retries;
+    }
+    if (reclaim_cached(dev)) continue;
+    r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room()) {
+      r = CUDA_SUCCESS;
+      continue;
+    }
+    if (r != CUDA_SUCCESS) break;
+    if (dev.page_pool.empty() && dev.device_bytes + dev.granularity > dev.budget_bytes) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;  // nothing came back
+      break;
+    }
+  }
+  if (out.size() == count) return CUDA_SUCCESS;
+  give_pages(dev, out);
+  return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+}
+
+void Allocator::give_pages(Device& dev, std::vector<PageHandle>& pages) noexcept {
+  for (PageHandle page : pages) {
+    try {
+      dev.page_pool.push_back(page);
+    } catch (...) {
+      if (driver_.cuMemRelease(page) == CUDA_SUCCESS) {
+        dev.device_bytes -= dev.granularity;
+        stats_.device_bytes -= dev.granularity;
+      }
+    }
+  }
+  pages.clear();
+}
+
+CUresult Allocator::map_pages(Device& dev, uintptr_t base,
+                              const std::vector<PageHandle>& pages) noexcept {
+  for (size_t i = 0; i < pages.size(); ++i) {
+    CUresult r = driver_.cuMemMap(base + i * dev.granularity, dev.granularity, 0, pages[i], 0);
+    if (r == CUDA_SUCCESS) continue;
+    for (size_t j = i; j-- > 0;)
+      (void)driver_.cuMemUnmap(base + j * dev.granularity, dev.granularity);
+    return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::set_access(Device& dev, uintptr_t base, uint64_t size_bytes) noexcept {
+  CUmemAccessDesc access{};
+  access.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev.ordinal};
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return driver_.cuMemSetAccess(base, size_bytes, &access, 1);
+}
+
+// Gives back the pages of the oldest cached free range, waiting for its
+// last use. False when there is none (or it cannot be unmapped).
+bool Allocator::reclaim_cached(Device& dev) noexcept {
+  while (!dev.free_ranges.empty()) {
+    FreeRange range = std::move(dev.free_ranges.front());
+    dev.free_ranges.erase(dev.free_ranges.begin());
+    for (SharedEvent* event : {range.after, range.pending})
+      if (event && !event->done) (void)driver_.cuEventSynchronize(event->event);
+    release_event(range.after);
+    release_event(range.pending);
+    if (driver_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) continue;  // leaked
+    (void)driver_.cuMemAddressFree(range.base, range.range_bytes);
+    give_pages(dev, range.pages);
+    return true;
+  }
+  return false;
+}
+
+Allocator::SharedEvent* Allocator::record_event(Device& dev, CUstream stream) noexcept {
+  CUevent event = nullptr;
+  if (!dev.event_pool.empty()) {
+    event = dev.event_pool.back();
+    dev.event_pool.pop_back();
+  } else if (driver_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    return nullptr;
+  }
+  SharedEvent* shared = nullptr;
+  try {
+    shared = new SharedEvent{event, dev.ordinal, 1, false};
+  } catch (...) {
+    dev.event_pool.push_back(event);  // capacity was there: it came from the pool or is new
+    return nullptr;
+  }
+  if (driver_.cuEventRecord(event, stream) != CUDA_SUCCESS) {
+    release_event(shared);
+    return nullptr;
+  }
+  return shared;
+}
+
+void Allocator::retain_event(SharedEvent* event) noexcept {
+  if (event) ++event->refs;
+}
+
+void Allocator::release_event(SharedEvent*& event) noexcept {
+  SharedEvent* e = event;
+  event = nullptr;
+  if (!e || --e->refs > 0) return;
+  Device* dev = static_cast<size_t>(e->device) < devices_.size()
+                    ? devices_[static_cast<size_t>(e->device)].get()
+                    : nullptr;
+  try {
+    if (dev) dev->event_pool.push_back(e->event);
+  } catch (...) {
+    (void)driver_.cuEventDestroy_v2(e->event);
+  }
+  delete e;
+}
+
+// True when the event has completed (or there is none); it is then let go.
+bool Allocator::event_done(SharedEvent*& event) noexcept {
+  if (!event) return true;
+  if (!event->done) {
+    if (driver_.cuEventQuery(event->event) != CUDA_SUCCESS) return false;
+    event->done = true;
+  }
+  release_event(event);
+  return true;
+}
+
+// Host copies whose prefetch copy is done go back to the stash or cache.
+void Allocator::collect_host_releases(Device& dev, bool wait) noexcept {
+  auto& releases = dev.host_releases;
+  for (size_t i = 0; i < releases.size();) {
+    HostRelease& release = releases[i];
+    if (wait && release.after && !release.after->done)
+      (void)driver_.cuEventSynchronize(release.after->event);
+    if (!event_done(release.after)) {
+      ++i;
+      continue;
+    }
+    if (release.stash) {
+      stats_.host_bytes -= release.stash_bytes;
+      dev.stash->release(release.stash);
+    }
+    if (release.host.handle) {
+      stats_.host_bytes -= release.host.size_bytes;
+      try {
+        dev.host_cache.push_back(release.host);
+      } catch (...) {
+        (void)driver_.cuMemUnmap(release.host.window, release.host.size_bytes);
+        (void)driver_.cuMemAddressFree(release.host.window, release.host.size_bytes);
+        (void)driver_.cuMemRelease(release.host.handle);
+      }
+    }
+    releases[i] = releases.back();
+    releases.pop_back();
+  }
+}
+
+}  // namespace cuswap

@@ -1,0 +1,316 @@
+// Moving bytes: choosing victims, evicting them to host memory and bringing
+// them back (Note [Residency], Note [Eviction keeps the address mapped]).
+//
+// Failures never lose bytes: a buffer changes residency only after its
+// bytes are safe where the new state says they are; when a step fails, the
+// buffer stays (or goes back) where its bytes are valid and the error goes
+// to the caller.
+#include <algorithm>
+
+#include "allocator/log.h"
+#include "allocator/swap_internal.h"
+
+namespace cuswap {
+namespace {
+
+bool kept(std::span<Allocator::Block* const> keep, const Allocator::Block* block) {
+  return std::find(keep.begin(), keep.end(), block) != keep.end();
+}
+
+}  // namespace
+
+// Evicts least recently used buffers of `dev` until `bytes_needed` of pages
+// came back, preferring buffers whose last use has completed.
+CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed,
+                              std::span<Block* const> keep) noexcept {
+  std::vector<Block*> candidates;
+  try {
+    for (auto& [base, block] : blocks_) {
+      if (block->device != dev.ordinal || block->small || block->pins || kept(keep, block))
+        continue;
+      // A buffer still being prefetched can go again: the eviction copy
+      // waits for the prefetch copy (its waits).
+      if (block->residency != Residency::resident && block->residency != Residency::prefetching)
+        continue;
+      if (block->escaped && !dev.host_vmm) continue;
+      candidates.push_back(block);
+    }
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (candidates.empty()) return CUDA_ERROR_OUT_OF_MEMORY;
+  // Completed last uses first, then least recently used.
+  for (Block* block : candidates)
+    (void)event_done(block->last_use);
+  std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) {
+    const bool a_idle = !a->last_use, b_idle = !b->last_use;
+    if (a_idle != b_idle) return a_idle;
+    return a->last_tick < b->last_tick;
+  });
+  size_t chosen = 0;
+  uint64_t freed = 0;
+  while (chosen < candidates.size() && freed < bytes_needed)
+    freed += candidates[chosen++]->range_bytes;
+  return evict(dev, std::span<Block*>(candidates.data(), chosen));
+}
+
+CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
+  // 1. A host copy for each victim; stop at the first that cannot have one.
+  size_t ready = 0;
+  CUresult r = CUDA_SUCCESS;
+  for (; ready < victims.size(); ++ready) {
+    Block& block = *victims[ready];
+    if (dev.host_vmm) {
+      auto cached =
+          std::find_if(dev.host_cache.begin(), dev.host_cache.end(),
+                       [&](const HostCopy& c) { return c.size_bytes == block.range_bytes; });
+      if (cached != dev.host_cache.end()) {
+        block.host = *cached;
+        *cached = dev.host_cache.back();
+        dev.host_cache.pop_back();
+      } else {
+        CUmemAllocationProp prop{};
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location = dev.host_location;
+        HostCopy copy;
+        copy.size_bytes = block.range_bytes;
+        r = driver_.cuMemCreate(&copy.handle, copy.size_bytes, &prop, 0);
+        if (r != CUDA_SUCCESS) break;
+        CUdeviceptr window = 0;
+        r = driver_.cuMemAddressReserve(&window, copy.size_bytes, dev.granularity, 0, 0);
+        if (r == CUDA_SUCCESS) {
+          copy.window = window;
+          r = driver_.cuMemMap(window, copy.size_bytes, 0, copy.handle, 0);
+          if (r == CUDA_SUCCESS) {
+            r = set_access(dev, window, copy.size_bytes);
+            if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(window, copy.size_bytes);
+          }
+          if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(window, copy.size_bytes);
+        }
+        if (r != CUDA_SUCCESS) {
+          (void)driver_.cuMemRelease(copy.handle);
+          break;
+        }
+        block.host = copy;
+      }
+      stats_.host_bytes += block.host.size_bytes;
+    } else {
+      if (!dev.stash) {
+        std::string error;
+        dev.stash = HostStash::create(driver_, dev.context, error);
+        if (!dev.stash) {
+          log::warn("cannot make the pinned host stash: {}", error);
+          r = CUDA_ERROR_OUT_OF_MEMORY;
+          break;
+        }
+      }
+      block.stash = dev.stash->allocate(block.size_bytes);
+      if (!block.stash) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        break;
+      }
+      stats_.host_bytes += block.size_bytes;
+    }
+    stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, stats_.host_bytes);
+    block.residency = Residency::evicting;
+  }
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && ready < victims.size()) {
+    static log::Limited limit(5);
+    if (limit.allow())
+      log::warn(
+          "host memory exhausted: device {} budget {} bytes, device memory in use {}, "
+          "host memory holding evicted buffers {}",
+          dev.ordinal, dev.budget_bytes, dev.device_bytes, stats_.host_bytes);
+  }
+  auto give_back_host = [&](Block& block) {
+    if (block.stash) {
+      stats_.host_bytes -= block.size_bytes;
+      dev.stash->release(block.stash);
+      block.stash = nullptr;
+    }
+    if (block.host.handle) {
+      stats_.host_bytes -= block.host.size_bytes;
+      try {
+        dev.host_cache.push_back(block.host);
+      } catch (...) {
+        (void)driver_.cuMemUnmap(block.host.window, block.host.size_bytes);
+        (void)driver_.cuMemAddressFree(block.host.window, block.host.size_bytes);
+        (void)driver_.cuMemRelease(block.host.handle);
+      }
+      block.host = {};
+    }
+    block.residency = Residency::resident;
+  };
+  // 2. The copies, each after its buffer's last use, then one wait for all.
+  size_t queued = 0;
+  for (; queued < ready && r == CUDA_SUCCESS; ++queued) {
+    Block& block = *victims[queued];
+    for (SharedEvent* event : {block.last_use, block.waits.events[0], block.waits.events[1]}) {
+      if (event && !event->done &&
+          (r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event, 0)) != CUDA_SUCCESS)
+        break;
+    }
+    if (r != CUDA_SUCCESS) break;
+    r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
+                                                   dev.evict_stream)
+                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.range_bytes,
+                                                   dev.evict_stream);
+    if (r != CUDA_SUCCESS) break;
+  }
+  CUresult copied = r;
+  if (queued > 0) {
+    CUresult s = driver_.cuStreamSynchronize(dev.evict_stream);
+    if (copied == CUDA_SUCCESS) copied = s;
+  }
+  if (copied != CUDA_SUCCESS) {
+    // Nothing moved: every victim stays resident with its bytes. Copies
+    // already queued may still be reading them, so their next uses wait for
+    // the eviction stream, and their host copies go back only after it.
+    SharedEvent* drained = queued > 0 ? record_event(dev, dev.evict_stream) : nullptr;
+    for (size_t i = 0; i < ready; ++i) {
+      Block& block = *victims[i];
+      if (i < queued && drained) {
+        for (SharedEvent*& wait : block.waits.events)
+          release_event(wait);
+        retain_event(drained);
+        block.waits.events[0] = drained;
+        try {
+          dev.host_releases.push_back(
+              {block.stash, block.stash ? block.size_bytes : 0, block.host, drained});
+          retain_event(drained);
+          block.stash = nullptr;
+          block.host = {};
+        } catch (...) {
+          (void)driver_.cuEventSynchronize(drained->event);
+        }
+        block.residency = Residency::resident;
+      } else if (i < queued) {
+        // No event either: the host copy cannot be known to be free; keep it.
+        block.stash = nullptr;
+        block.host = {};
+        block.residency = Residency::resident;
+      } else {
+        give_back_host(block);
+      }
+    }
+    release_event(drained);
+    return copied == CUDA_SUCCESS ? r : copied;
+  }
+  for (size_t i = queued; i < ready; ++i)
+    give_back_host(*victims[i]);
+  // 3. The pages come back; with host memory mapping, the range moves onto
+  // the host copy.
+  size_t evicted = 0;
+  for (size_t i = 0; i < queued; ++i) {
+    Block& block = *victims[i];
+    if (driver_.cuMemUnmap(block.base, block.range_bytes) != CUDA_SUCCESS) {
+      give_back_host(block);  // still mapped, bytes still there
+      continue;
+    }
+    give_pages(dev, block.pages);
+    if (block.host.handle) {
+      CUresult m = driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0);
+      if (m == CUDA_SUCCESS) {
+        m = set_access(dev, block.base, block.range_bytes);
+        if (m != CUDA_SUCCESS) (void)driver_.cuMemUnmap(block.base, block.range_bytes);
+      }
+      // Without the mapping the bytes are still in the host copy: the range
+      // stays unmapped until the next use brings them back.
+      block.range_on_host = m == CUDA_SUCCESS;
+    }
+    release_event(block.last_use);
+    for (SharedEvent*& wait : block.waits.events)
+      release_event(wait);
+    block.residency = Residency::evicted;
+    ++stats_.evictions;
+    stats_.bytes_to_host += block.stash ? block.size_bytes : block.range_bytes;
+    ++evicted;
+  }
+  if (evicted == 0) return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+  return CUDA_SUCCESS;
+}
+
+// Brings `block` back for a use on `stream`: pages mapped at its range, the
+// copy queued on the prefetch stream, `stream` made to wait for it.
+CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* const> keep) noexcept {
+  Device& dev = *devices_[static_cast<size_t>(block.device)];
+  ScopedContext scope(driver_, dev.context);
+  if (scope.status() != CUDA_SUCCESS) return scope.status();
+  collect_host_releases(dev, false);
+  std::vector<PageHandle> pages;
+  CUresult r =
+      take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages, keep);
+  if (r != CUDA_SUCCESS) return r;
+  try {
+    dev.host_releases.reserve(dev.host_releases.size() + 1);
+  } catch (...) {
+    give_pages(dev, pages);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (block.range_on_host) {
+    // Unseen kernels may have used the host mapping; seen ones are waited for.
+    if (block.last_use && !block.last_use->done)
+      (void)driver_.cuEventSynchronize(block.last_use->event);
+    if ((r = driver_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
+      give_pages(dev, pages);
+      return r;
+    }
+    block.range_on_host = false;
+  }
+  auto back_to_host = [&]() {
+    give_pages(dev, pages);
+    if (block.host.handle &&
+        driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0) == CUDA_SUCCESS) {
+      if (set_access(dev, block.base, block.range_bytes) == CUDA_SUCCESS)
+        block.range_on_host = true;
+      else
+        (void)driver_.cuMemUnmap(block.base, block.range_bytes);
+    }
+  };
+  if ((r = map_pages(dev, block.base, pages)) != CUDA_SUCCESS) {
+    back_to_host();
+    return r;
+  }
+  if ((r = set_access(dev, block.base, block.range_bytes)) != CUDA_SUCCESS) {
+    (void)driver_.cuMemUnmap(block.base, block.range_bytes);
+    back_to_host();
+    return r;
+  }
+  r = block.stash ? driver_.cuMemcpyHtoDAsync_v2(block.base, block.stash, block.size_bytes,
+                                                 dev.prefetch_stream)
+                  : driver_.cuMemcpyDtoDAsync_v2(block.base, block.host.window, block.range_bytes,
+                                                 dev.prefetch_stream);
+  SharedEvent* copied = r == CUDA_SUCCESS ? record_event(dev, dev.prefetch_stream) : nullptr;
+  if (!copied) {
+    // The bytes are still only in the host copy: undo the mapping.
+    if (r == CUDA_SUCCESS) (void)driver_.cuStreamSynchronize(dev.prefetch_stream);
+    (void)driver_.cuMemUnmap(block.base, block.range_bytes);
+    back_to_host();
+    return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+  }
+  if (stream != dev.prefetch_stream) {
+    if ((r = driver_.cuStreamWaitEvent(stream, copied->event, 0)) != CUDA_SUCCESS) {
+      // Safe either way: wait here rather than undo a queued copy.
+      (void)driver_.cuEventSynchronize(copied->event);
+    }
+  }
+  block.pages = std::move(pages);
+  stats_.bytes_to_device += block.stash ? block.size_bytes : block.range_bytes;
+  ++stats_.prefetches;
+  HostRelease release;
+  release.stash = block.stash;
+  release.stash_bytes = block.stash ? block.size_bytes : 0;
+  release.host = block.host;
+  release.after = copied;
+  retain_event(copied);
+  dev.host_releases.push_back(release);  // reserved above
+  block.stash = nullptr;
+  block.host = {};
+  for (SharedEvent*& wait : block.waits.events)
+    release_event(wait);
+  block.waits.events[0] = copied;
+  block.residency = Residency::prefetching;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace cuswap

@@ -1,0 +1,549 @@
+// The swapping allocator's front: allocation, free, uses, the budget's view.
+// Pages, ranges and events are in device_pages.cpp; moving bytes in
+// eviction.cpp. Notes are in swap_allocator.h.
+#include "allocator/swap_allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "allocator/log.h"
+#include "allocator/swap_internal.h"
+
+namespace cuswap {
+namespace {
+
+// Publishes the holder's lock for wait_for_room() while it is held.
+class Holding {
+ public:
+  Holding(std::unique_lock<std::mutex>*& slot, std::unique_lock<std::mutex>& lock) : slot_(slot) {
+    slot_ = &lock;
+  }
+  ~Holding() { slot_ = nullptr; }
+  Holding(const Holding&) = delete;
+  Holding& operator=(const Holding&) = delete;
+
+ private:
+  std::unique_lock<std::mutex>*& slot_;
+};
+
+}  // namespace
+
+std::string format_stats(const SwapStats& stats) {
+  std::string out;
+#define CUSWAP_SWAP_STAT_FORMAT(name, description) \
+  fmt::format_to(std::back_inserter(out), "{}{}={}", out.empty() ? "" : " ", #name, stats.name);
+  CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_FORMAT)
+#undef CUSWAP_SWAP_STAT_FORMAT
+  return out;
+}
+
+Allocator::Allocator(const Driver& driver, const AllocatorSettings& settings)
+    : driver_(driver), settings_(settings) {}
+
+Allocator::~Allocator() {
+  // The process is exiting or a test is done: memory goes back with the
+  // context. Only cuswap's own bookkeeping is freed here.
+  for (auto& [base, block] : blocks_)
+    delete block;
+}
+
+CUresult Allocator::current_device(int& ordinal) noexcept {
+  if (devices_.size() == 1 && devices_[0] && devices_[0]->initialised) {
+    // One device in the process: no driver call on the fast path.
+    ordinal = 0;
+    return CUDA_SUCCESS;
+  }
+  CUdevice device = 0;
+  CUresult r = driver_.cuCtxGetDevice(&device);
+  if (r != CUDA_SUCCESS) return r;
+  ordinal = static_cast<int>(device);
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::device(int ordinal, Device*& out) noexcept {
+  if (ordinal < 0 || ordinal >= conf::kMaxDevices) return CUDA_ERROR_INVALID_DEVICE;
+  try {
+    if (devices_.size() <= static_cast<size_t>(ordinal)) {
+      int count = 0;
+      CUresult r = driver_.cuDeviceGetCount(&count);
+      if (r != CUDA_SUCCESS) return r;
+      devices_.resize(static_cast<size_t>(std::max(count, ordinal + 1)));
+    }
+    auto& slot = devices_[static_cast<size_t>(ordinal)];
+    if (!slot) slot = std::make_unique<Device>();
+    if (!slot->initialised) {
+      CUresult r = init_device(*slot, ordinal);
+      if (r != CUDA_SUCCESS) return r;
+    }
+    out = slot.get();
+    return CUDA_SUCCESS;
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_ordered,
+                             CUdeviceptr* out) noexcept {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (size_bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::unique_lock lock(mu_);
+  Holding holding(held_, lock);
+  int ordinal = 0;
+  if (CUresult r = current_device(ordinal); r != CUDA_SUCCESS) return r;
+  Device* dev = nullptr;
+  if (CUresult r = device(ordinal, dev); r != CUDA_SUCCESS) return r;
+  ScopedContext scope(driver_, dev->context);
+  if (scope.status() != CUDA_SUCCESS) return scope.status();
+  Block* block = nullptr;
+  CUresult r = size_bytes >= settings_.swap_min_bytes
+                   ? allocate_large(*dev, size_bytes, stream, stream_ordered, block)
+                   : allocate_small(*dev, size_bytes, stream, stream_ordered, block);
+  if (r != CUDA_SUCCESS) {
+    ++stats_.out_of_memory;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      static log::Limited limit(5);
+      if (limit.allow())
+        log::warn(
+            "out of memory: {} bytes on device {}: budget {}, device memory in use {}, "
+            "host memory holding evicted buffers {}",
+            size_bytes, ordinal, dev->budget_bytes, dev->device_bytes, stats_.host_bytes);
+    }
+    return r;
+  }
+  try {
+    blocks_.emplace(block->base, block);
+  } catch (...) {
+    release_block(block, nullptr, false);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  block->last_tick = ++tick_;
+  *out = block->base;
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
+                                   Block*& out) noexcept {
+  const uint64_t range_bytes = round_up(size_bytes, dev.granularity);
+  auto block = std::make_unique<Block>();
+  block->size_bytes = size_bytes;
+  block->range_bytes = range_bytes;
+  block->device = dev.ordinal;
+  // A freed range of the same size: the same stream's first (no wait), else
+  // the oldest (its events are the likeliest to be done).
+  auto& ranges = dev.free_ranges;
+  auto pick = ranges.end();
+  for (auto it = ranges.begin(); it != ranges.end(); ++it) {
+    if (it->range_bytes != range_bytes) continue;
+    if (ordered && it->stream_ordered && it->stream == stream) {
+      pick = it;
+      break;
+    }
+    if (pick == ranges.end()) pick = it;
+  }
+  if (pick != ranges.end()) {
+    block->base = pick->base;
+    block->pages = std::move(pick->pages);
+    const bool same_stream = ordered && pick->stream_ordered && pick->stream == stream;
+    if (same_stream)
+      release_event(pick->after);
+    else
+      block->waits.events[0] = pick->after;
+    block->waits.events[1] = pick->pending;
+    ranges.erase(pick);
+    ++stats_.reused_ranges;
+    ++stats_.allocations_large;
+    out = block.release();
+    return CUDA_SUCCESS;
+  }
+  std::vector<PageHandle> pages;
+  CUresult r = take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {});
+  if (r != CUDA_SUCCESS) return r;
+  CUdeviceptr base = 0;
+  r = driver_.cuMemAddressReserve(&base, range_bytes, dev.granularity, 0, 0);
+  if (r == CUDA_SUCCESS) {
+    r = map_pages(dev, base, pages);
+    if (r == CUDA_SUCCESS) {
+      r = set_access(dev, base, range_bytes);
+      if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(base, range_bytes);
+    }
+    if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(base, range_bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    give_pages(dev, pages);
+    return r;
+  }
+  block->base = base;
+  block->pages = std::move(pages);
+  ++stats_.allocations_large;
+  out = block.release();
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
+                                   Block*& out) noexcept {
+  const uint64_t class_bytes = std::max<uint64_t>(512, std::bit_ceil(size_bytes));
+  const auto cls = static_cast<size_t>(std::countr_zero(class_bytes));
+  if (cls >= kSmallClasses) return CUDA_ERROR_OUT_OF_MEMORY;
+  auto& free_list = dev.small_free[cls];
+  if (free_list.empty()) {
+    // A new slab: whole pages cut into buffers of this class.
+    const uint64_t slab_bytes = round_up(class_bytes, dev.granularity);
+    std::vector<PageHandle> pages;
+    CUresult r = take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {});
+    if (r != CUDA_SUCCESS) return r;
+    CUdeviceptr base = 0;
+    r = driver_.cuMemAddressReserve(&base, slab_bytes, dev.granularity, 0, 0);
+    if (r == CUDA_SUCCESS) {
+      r = map_pages(dev, base, pages);
+      if (r == CUDA_SUCCESS) {
+        r = set_access(dev, base, slab_bytes);
+        if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(base, slab_bytes);
+      }
+      if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(base, slab_bytes);
+    }
+    if (r != CUDA_SUCCESS) {
+      give_pages(dev, pages);
+      return r;
+    }
+    try {
+      dev.slabs.emplace_back(base, slab_bytes);
+      free_list.reserve(free_list.size() + slab_bytes / class_bytes);
+    } catch (...) {
+      return CUDA_ERROR_OUT_OF_MEMORY;  // the slab stays mapped, unused
+    }
+    // Slab pages are the slab's for good: they leave the page accounting
+    // of evictable memory but stay in device_bytes.
+    for (uint64_t offset = slab_bytes; offset >= class_bytes; offset -= class_bytes)
+      free_list.push_back({base + offset - class_bytes, nullptr, nullptr, nullptr, false});
+  }
+  auto block = std::make_unique<Block>();
+  SmallFree slot = free_list.back();
+  // The same stream's stream-ordered free needs no wait; prefer it.
+  if (ordered) {
+    for (size_t i = free_list.size(); i-- > 0;) {
+      if (free_list[i].stream_ordered && free_list[i].stream == stream) {
+        slot = free_list[i];
+        free_list[i] = free_list.back();
+        break;
+      }
+    }
+  }
+  free_list.pop_back();
+  block->base = slot.address;
+  block->size_bytes = size_bytes;
+  block->range_bytes = class_bytes;
+  block->device = dev.ordinal;
+  block->small = true;
+  if (ordered && slot.stream_ordered && slot.stream == stream)
+    release_event(slot.after);
+  else
+    block->waits.events[0] = slot.after;
+  block->waits.events[1] = slot.pending;
+  ++stats_.allocations_small;
+  out = block.release();
+  return CUDA_SUCCESS;
+}
+
+bool Allocator::owns(uintptr_t base) noexcept {
+  std::lock_guard lock(mu_);
+  return blocks_.count(base) != 0;
+}
+
+uintptr_t Allocator::base_of(uintptr_t address) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.upper_bound(address);
+  if (it == blocks_.begin()) return 0;
+  --it;
+  return address - it->first < it->second->range_bytes ? it->first : 0;
+}
+
+CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.find(base);
+  if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
+  Block* block = it->second;
+  blocks_.erase(it);
+  release_block(block, stream, stream_ordered);
+  return CUDA_SUCCESS;
+}
+
+// Gives a buffer's memory back for reuse (Note [Stream-ordered reuse]).
+void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexcept {
+  std::unique_ptr<Block> owned(block);
+  Device& dev = *devices_[static_cast<size_t>(block->device)];
+  ScopedContext scope(driver_, dev.context);
+  // What the next owner must wait for: the free's place in its stream, or
+  // the last use this allocator saw.
+  SharedEvent* after = nullptr;
+  if (ordered && scope.status() == CUDA_SUCCESS) after = record_event(dev, stream);
+  if (!after) {
+    after = block->last_use;
+    block->last_use = nullptr;
+  }
+  release_event(block->last_use);
+  // Waits the buffer still owes (a prefetch copy, a previous owner's use)
+  // pass on to the next owner; a second one is waited for here (rare: two
+  // unfinished waits on a buffer freed before any use).
+  SharedEvent* pending = nullptr;
+  for (SharedEvent*& wait : block->waits.events) {
+    if (!wait || event_done(wait)) continue;
+    if (!pending) {
+      std::swap(pending, wait);
+      continue;
+    }
+    (void)driver_.cuEventSynchronize(wait->event);
+    release_event(wait);
+  }
+  if (block->small) {
+    try {
+      dev.small_free[static_cast<size_t>(std::countr_zero(block->range_bytes))].push_back(
+          {block->base, after, pending, stream, ordered});
+    } catch (...) {
+      release_event(after);  // the slot is lost, the memory stays mapped
+      release_event(pending);
+    }
+    return;
+  }
+  if (block->residency == Residency::evicted) {
+    // Its bytes are dead: the host copy goes back, the range goes away.
+    release_event(after);
+    release_event(pending);
+    if (block->range_on_host) (void)driver_.cuMemUnmap(block->base, block->range_bytes);
+    if (block->stash) {
+      stats_.host_bytes -= block->size_bytes;
+      dev.stash->release(block->stash);
+    }
+    if (block->host.handle) {
+      stats_.host_bytes -= block->host.size_bytes;
+      try {
+        dev.host_cache.push_back(block->host);
+      } catch (...) {
+        (void)driver_.cuMemUnmap(block->host.window, block->host.size_bytes);
+        (void)driver_.cuMemAddressFree(block->host.window, block->host.size_bytes);
+        (void)driver_.cuMemRelease(block->host.handle);
+      }
+    }
+    (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
+    return;
+  }
+  try {
+    FreeRange range;
+    range.base = block->base;
+    range.range_bytes = block->range_bytes;
+    range.pages = std::move(block->pages);
+    range.after = after;
+    range.pending = pending;
+    range.stream = stream;
+    range.stream_ordered = ordered;
+    dev.free_ranges.push_back(std::move(range));
+  } catch (...) {
+    // Cannot keep it cached: wait for it and let it go now.
+    if (after && after->event) (void)driver_.cuEventSynchronize(after->event);
+    if (pending && pending->event) (void)driver_.cuEventSynchronize(pending->event);
+    release_event(after);
+    release_event(pending);
+    (void)driver_.cuMemUnmap(block->base, block->range_bytes);
+    (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
+    give_pages(dev, block->pages);
+  }
+}
+
+CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
+  std::unique_lock lock(mu_);
+  Holding holding(held_, lock);
+  if (blocks_.empty()) return CUDA_SUCCESS;
+  Block* named[256];
+  size_t count = 0;
+  for (size_t i = 0; i < use.bases.size() && count < std::size(named); ++i) {
+    auto it = blocks_.find(use.bases[i]);
+    if (it != blocks_.end()) named[count++] = it->second;
+  }
+  std::span<Block* const> keep(named, count);
+  for (Block* block : keep)
+    ++block->pins;
+  CUresult r = make_resident(stream, use, keep);
+  if (r != CUDA_SUCCESS) {
+    for (Block* block : keep)
+      --block->pins;
+    finished_.notify_all();
+    return r;
+  }
+  ++active_uses_;
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
+                                  std::span<Block* const> keep) noexcept {
+  if (use.unknown) {
+    // It may touch anything: in stash mode every buffer must be on the
+    // device and stay there (Note [Eviction keeps the address mapped]).
+    for (auto& [base, block] : blocks_) {
+      Device& dev = *devices_[static_cast<size_t>(block->device)];
+      if (dev.host_vmm || block->small) continue;
+      mark_escaped(*block);
+      if (block->residency == Residency::evicted) {
+        ++stats_.evicted_accesses;
+        if (CUresult r = prefetch(*block, stream, keep); r != CUDA_SUCCESS) return r;
+      }
+    }
+  }
+  for (Block* block : keep) {
+    block->last_tick = ++tick_;
+    if (use.escapes) mark_escaped(*block);
+    if (block->residency == Residency::evicted) {
+      ++stats_.evicted_accesses;
+      ++stats_.prefetches_on_demand;
+      if (CUresult r = prefetch(*block, stream, keep); r != CUDA_SUCCESS) return r;
+    }
+    for (SharedEvent*& wait : block->waits.events) {
+      if (!wait || event_done(wait)) continue;
+      if (CUresult r = driver_.cuStreamWaitEvent(stream, wait->event, 0); r != CUDA_SUCCESS)
+        return r;
+    }
+    if (block->residency == Residency::prefetching && !block->waits.events[0] &&
+        !block->waits.events[1])
+      block->residency = Residency::resident;
+  }
+  return CUDA_SUCCESS;
+}
+
+void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) noexcept {
+  std::lock_guard lock(mu_);
+  if (blocks_.empty() && active_uses_ == 0) return;
+  SharedEvent* event = nullptr;
+  bool recorded = result != CUDA_SUCCESS;  // nothing to record for a failed call
+  for (size_t i = 0; i < use.bases.size(); ++i) {
+    auto it = blocks_.find(use.bases[i]);
+    if (it == blocks_.end()) continue;
+    Block* block = it->second;
+    if (block->pins > 0) --block->pins;
+    if (result != CUDA_SUCCESS) continue;
+    if (!recorded) {
+      recorded = true;
+      int ordinal = 0;
+      Device* dev = nullptr;
+      if (current_device(ordinal) == CUDA_SUCCESS && device(ordinal, dev) == CUDA_SUCCESS)
+        event = record_event(*dev, stream);
+      // Without an event the use cannot be ordered against: wait for it,
+      // so the buffers' older last uses stay true.
+      if (!event) (void)driver_.cuStreamSynchronize(stream);
+    }
+    if (!event) continue;
+    release_event(block->last_use);
+    retain_event(event);
+    block->last_use = event;
+  }
+  if (event) release_event(event);  // the recording's own reference
+  if (active_uses_ > 0) --active_uses_;
+  finished_.notify_all();
+}
+
+// Called with mu_ held (through held_) when no room can be made: waits for
+// a prepared use to finish, if there is one. False: nothing to wait for.
+bool Allocator::wait_for_room() noexcept {
+  if (active_uses_ == 0 || !held_) return false;
+  std::unique_lock<std::mutex>* mine = held_;
+  finished_.wait(*mine);
+  held_ = mine;
+  return true;
+}
+
+void Allocator::note_host_words(const void* host, uint64_t size_bytes) noexcept {
+  // Pointer tables are small; bulk data is not scanned.
+  constexpr uint64_t kMaxScannedBytes = 4096;
+  if (!host || size_bytes < 8 || size_bytes > kMaxScannedBytes) return;
+  std::lock_guard lock(mu_);
+  if (blocks_.empty()) return;
+  bool any_stash = false;
+  for (auto& dev : devices_)
+    if (dev && dev->initialised && !dev->host_vmm) any_stash = true;
+  if (!any_stash) return;
+  const uintptr_t lowest = blocks_.begin()->first;
+  const uintptr_t highest =
+      std::prev(blocks_.end())->first + std::prev(blocks_.end())->second->range_bytes;
+  const auto* bytes = static_cast<const unsigned char*>(host);
+  for (uint64_t offset = 0; offset + 8 <= size_bytes; offset += 8) {
+    uintptr_t word = 0;
+    std::memcpy(&word, bytes + offset, sizeof word);
+    if (word < lowest || word >= highest) continue;
+    auto it = blocks_.upper_bound(word);
+    if (it == blocks_.begin()) continue;
+    --it;
+    if (word - it->first < it->second->range_bytes && !it->second->small) mark_escaped(*it->second);
+  }
+}
+
+void Allocator::mark_escaped(Block& block) noexcept {
+  if (block.escaped) return;
+  block.escaped = true;
+  ++stats_.escaped_buffers;
+}
+
+CUresult Allocator::mem_get_info(size_t* free_bytes, size_t* total_bytes) noexcept {
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(mu_);
+  int ordinal = 0;
+  if (CUresult r = current_device(ordinal); r != CUDA_SUCCESS) return r;
+  Device* dev = nullptr;
+  if (CUresult r = device(ordinal, dev); r != CUDA_SUCCESS) return r;
+  size_t real_free = 0, real_total = 0;
+  if (CUresult r = driver_.cuMemGetInfo_v2(&real_free, &real_total); r != CUDA_SUCCESS) return r;
+  // Memory cuswap holds but would give back without evicting anything.
+  uint64_t reclaimable = dev->page_pool.size() * dev->granularity;
+  for (const FreeRange& range : dev->free_ranges)
+    reclaimable += range.range_bytes;
+  const uint64_t in_use = dev->device_bytes - reclaimable;
+  const uint64_t budget_free = dev->budget_bytes > in_use ? dev->budget_bytes - in_use : 0;
+  *free_bytes = static_cast<size_t>(std::min<uint64_t>(budget_free, real_free + reclaimable));
+  *total_bytes = static_cast<size_t>(dev->budget_bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::device_total_mem(CUdevice device_handle, size_t* bytes) noexcept {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  size_t total = 0;
+  if (CUresult r = driver_.cuDeviceTotalMem_v2(&total, device_handle); r != CUDA_SUCCESS) return r;
+  *bytes = static_cast<size_t>(std::min<uint64_t>(
+      total, settings_.budget_bytes.get(static_cast<int>(device_handle), total)));
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::prefetch_all() noexcept {
+  std::lock_guard lock(mu_);
+  for (auto& [base, block] : blocks_) {
+    if (block->residency != Residency::evicted) continue;
+    Device& dev = *devices_[static_cast<size_t>(block->device)];
+    ScopedContext scope(driver_, dev.context);
+    if (CUresult r = prefetch(*block, dev.prefetch_stream, {}); r != CUDA_SUCCESS) return r;
+  }
+  for (auto& dev : devices_) {
+    if (!dev || !dev->initialised) continue;
+    ScopedContext scope(driver_, dev->context);
+    if (CUresult r = driver_.cuStreamSynchronize(dev->prefetch_stream); r != CUDA_SUCCESS) return r;
+    collect_host_releases(*dev, false);
+  }
+  for (auto& [base, block] : blocks_) {
+    for (SharedEvent*& wait : block->waits.events)
+      if (wait) (void)event_done(wait);
+    if (block->residency == Residency::prefetching && !block->waits.events[0] &&
+        !block->waits.events[1])
+      block->residency = Residency::resident;
+  }
+  return CUDA_SUCCESS;
+}
+
+SwapStats Allocator::stats() noexcept {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+Residency Allocator::residency(uintptr_t base) noexcept {
+  std::lock_guard lock(mu_);
+  auto it = blocks_.find(base);
+  return it == blocks_.end() ? Residency::resident : it->second->residency;
+}
+
+}  // namespace cuswap

@@ -1,0 +1,209 @@
+// The swapping allocator: device memory under a budget, with cold buffers
+// evicted to host memory and brought back on use. The hooks route every
+// allocation, free, launch, copy and set through it; tests drive it directly
+// with a Driver table pointed at simcuda.
+//
+// Glossary:
+// - buffer: one allocation the application holds, [base, base + size_bytes).
+// - range: the virtual address range a large buffer owns (cuMemAddressReserve),
+//   a whole number of pages; its address never changes (Note [Stable addresses]).
+// - page: one granularity unit (2 MiB) of physical device memory, a
+//   cuMemCreate handle. Pages are pooled per device and reused.
+// - slab: one page cut into equal small buffers of one size class; small
+//   buffers live in slabs and are never evicted on their own.
+// - residency: where a large buffer's bytes are (Note [Residency]).
+// - host copy: where an evicted buffer's bytes are: a host-located physical
+//   allocation mapped at the buffer's own range (Note [Eviction keeps the
+//   address mapped]), or, where the driver has no host-located memory, a
+//   block of the pinned host stash with the range left unmapped.
+// - use: one launch, copy or set that touches buffers; it is prepared
+//   (buffers made resident, the stream made to wait for their copies) before
+//   the driver call and finished (its completion event recorded) after.
+//
+// Note [Stable addresses]: a framework may hold a device pointer for the
+// life of the process, and kernels may store it in device memory. A large
+// buffer therefore gets its own reserved range, backed by pages mapped at it
+// while resident; evicting and prefetching change the physical memory under
+// the range, never the range.
+//
+// Note [Eviction keeps the address mapped]: with host-located virtual memory
+// (CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), an
+// evicted buffer's range is remapped onto host-located memory that holds its
+// bytes, so a kernel that reaches it through a pointer cuswap could not see
+// still reads and writes the right bytes, over the bus. Without it, the
+// range is left unmapped and only buffers whose every access cuswap sees are
+// evicted: a buffer touched by a launch whose parameters cannot be read, a
+// graph launch or an NCCL kernel, or whose address was copied to the device
+// inside a small host buffer (a pointer table), is marked escaped and stays
+// resident.
+//
+// Note [Residency]: resident → evicting → evicted → prefetching → resident.
+// Evicting: the device-to-host copy is queued on the device's eviction
+// stream after the buffer's last use (its event); the allocation that needed
+// the room waits for the copy, then the pages are unmapped. Prefetching: the
+// pages are mapped back, the host-to-device copy is queued on the prefetch
+// stream, and the stream of the use waits for the copy's event (the calling
+// thread does not); the buffer is resident once that event has completed, and
+// every use until then waits for it. Host copies are released once the
+// prefetch copy is done. Every transition happens under the allocator's lock.
+//
+// Note [Stream-ordered reuse]: freed memory is reused without a driver call:
+// a range (or a small buffer) freed with cuMemFreeAsync on stream S keeps the
+// event recorded on S at the free; one freed synchronously keeps its last
+// use's event. A later allocation on S takes it as it is (stream order);
+// any other allocation takes it with that event as its "ready" event, which
+// the first use of the new buffer waits for on its own stream.
+//
+// Note [Pinned uses]: from prepare() to finish() a use's buffers are pinned,
+// so that another thread cannot evict them between the prefetch and the
+// launch that needs them. An allocation or prefetch that finds no room while
+// other threads hold pins waits for a finish() (which needs no memory, so it
+// always comes) and tries again; with no pins held elsewhere it fails with
+// out-of-memory. Waiting threads hold their own pins, but a waiter only
+// waits on finished preparations, so waiters never wait for each other.
+//
+// Lock order: Allocator::mu_ before the HostStash's own locks. The driver is
+// called with mu_ held; the driver never calls back into cuswap (its calls go
+// through the Driver table, never through the hooks).
+#pragma once
+
+#include <cuda.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator/config.h"
+#include "allocator/swap_stats.h"
+
+namespace cuswap {
+
+// allocator/driver.h; not included here, so that code built against cuda.h's
+// ordinary (unversioned) names can use the allocator.
+struct Driver;
+class HostStash;
+
+// What the allocator needs to know, from CUSWAP_CONF.
+struct AllocatorSettings {
+  conf::PerDevice<uint64_t> budget_bytes;  // unset: the card's total memory
+  uint64_t swap_min_bytes = uint64_t{1} << 20;
+  // Force the pinned-stash eviction mode even where host-located virtual
+  // memory exists (for tests and for drivers where it misbehaves).
+  bool force_stash = false;
+};
+
+enum class Residency : uint8_t { resident, evicting, evicted, prefetching };
+
+// The buffers one launch, copy or set touches, as the hooks found them.
+struct UseBuffers {
+  std::span<const uintptr_t> bases;  // buffer base addresses, no duplicates
+  // The use may touch buffers cuswap cannot name (a graph launch, unreadable
+  // parameters, too many buffers).
+  bool unknown = false;
+  // The buffers it names may lead it to others (an NCCL kernel).
+  bool escapes = false;
+};
+
+class Allocator {
+ public:
+  Allocator(const Driver& driver, const AllocatorSettings& settings);
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // Allocates `size_bytes` on the current context's device. `stream` is the
+  // stream of a stream-ordered allocation, or nullptr for a synchronous one.
+  // Evicts cold buffers when the budget would be exceeded.
+  [[nodiscard]] CUresult allocate(uint64_t size_bytes, CUstream stream, bool stream_ordered,
+                                  CUdeviceptr* out) noexcept;
+  // Whether `address` is the base of a buffer this allocator handed out.
+  bool owns(uintptr_t base) noexcept;
+  // Frees a buffer this allocator handed out (owns() was true).
+  [[nodiscard]] CUresult free(uintptr_t base, CUstream stream, bool stream_ordered) noexcept;
+
+  // Before a use on `stream`: makes every named buffer resident (prefetching
+  // evicted ones) and makes `stream` wait for their copies. Addresses that
+  // are not this allocator's are ignored. On failure nothing was launched and
+  // the caller returns the error.
+  [[nodiscard]] CUresult prepare(CUstream stream, const UseBuffers& use) noexcept;
+  // After the driver call, whatever it returned, for every use prepare()
+  // accepted: a queued use's completion becomes the named buffers' last use.
+  // Between the two the buffers are pinned: nothing evicts them before the
+  // use is queued (Note [Pinned uses]).
+  void finish(CUstream stream, const UseBuffers& use, CUresult result) noexcept;
+
+  // The base of the buffer containing `address`, or 0.
+  uintptr_t base_of(uintptr_t address) noexcept;
+  // A host buffer about to be copied to the device: in stash mode, words in
+  // it that point into buffers mark those buffers escaped.
+  void note_host_words(const void* host, uint64_t size_bytes) noexcept;
+
+  // The budget's view of the device the current context is on.
+  [[nodiscard]] CUresult mem_get_info(size_t* free_bytes, size_t* total_bytes) noexcept;
+  [[nodiscard]] CUresult device_total_mem(CUdevice device, size_t* bytes) noexcept;
+
+  // Moves every evicted buffer back and waits: for tests and for exit.
+  [[nodiscard]] CUresult prefetch_all() noexcept;
+
+  SwapStats stats() noexcept;
+  Residency residency(uintptr_t base) noexcept;  // resident for addresses it does not own
+
+  // The allocator's own types, defined in swap_internal.h.
+  struct Device;
+  struct Block;
+  struct FreeRange;
+  struct SharedEvent;
+
+ private:
+  const Driver& driver_;
+  AllocatorSettings settings_;
+  std::mutex mu_;
+  std::condition_variable finished_;              // a finish() unpinned something
+  std::unique_lock<std::mutex>* held_ = nullptr;  // the holder's lock, for waits
+  uint64_t active_uses_ = 0;                      // prepared and not yet finished
+  std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
+  std::map<uintptr_t, Block*> blocks_;            // live buffers by base
+  uint64_t tick_ = 0;                             // LRU clock: one per use
+  SwapStats stats_;
+
+  // allocator/swap_allocator.cpp
+  CUresult current_device(int& ordinal) noexcept;
+  CUresult device(int ordinal, Device*& out) noexcept;
+  CUresult allocate_large(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
+                          Block*& out) noexcept;
+  CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
+                          Block*& out) noexcept;
+  void release_block(Block* block, CUstream stream, bool ordered) noexcept;
+
+  // allocator/device_pages.cpp
+  CUresult init_device(Device& dev, int ordinal) noexcept;
+  CUresult take_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
+                      std::span<Block* const> keep) noexcept;
+  void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
+  CUresult map_pages(Device& dev, uintptr_t base,
+                     const std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
+  CUresult set_access(Device& dev, uintptr_t base, uint64_t size_bytes) noexcept;
+  bool reclaim_cached(Device& dev) noexcept;
+  SharedEvent* record_event(Device& dev, CUstream stream) noexcept;
+  void release_event(SharedEvent*& event) noexcept;
+  void retain_event(SharedEvent* event) noexcept;
+  bool event_done(SharedEvent*& event) noexcept;
+  void collect_host_releases(Device& dev, bool wait) noexcept;
+
+  // allocator/eviction.cpp
+  CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep) noexcept;
+  CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
+  CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep) noexcept;
+  CUresult make_resident(CUstream stream, const UseBuffers& use,
+                         std::span<Block* const> keep) noexcept;
+  void mark_escaped(Block& block) noexcept;
+  bool wait_for_room() noexcept;
+};
+
+}  // namespace cuswap

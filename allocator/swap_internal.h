@@ -1,0 +1,131 @@
+// The allocator's private types, shared by swap_allocator.cpp (allocation,
+// free, uses), device_pages.cpp (pages, ranges, slabs, events) and
+// eviction.cpp (moving bytes). Everything here is guarded by Allocator::mu_.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "allocator/host_stash.h"
+#include "allocator/swap_allocator.h"
+
+namespace cuswap {
+
+using PageHandle = CUmemGenericAllocationHandle;
+
+// An event shared by every buffer a use touched: recorded once per use,
+// returned to its device's pool when the last holder lets go.
+struct Allocator::SharedEvent {
+  CUevent event = nullptr;
+  int device = 0;
+  uint32_t refs = 0;
+  bool done = false;  // cuEventQuery said so once: it stays done
+};
+
+// Up to two events a piece of memory must wait for before its next use.
+struct Waits {
+  Allocator::SharedEvent* events[2] = {nullptr, nullptr};
+};
+
+// Where an evicted buffer's bytes are kept in host-located virtual memory:
+// the physical allocation and a window (a range of its own where it stays
+// mapped, the source and destination of the copies).
+struct HostCopy {
+  PageHandle handle = 0;
+  uintptr_t window = 0;
+  uint64_t size_bytes = 0;
+};
+
+struct Allocator::Block {
+  uintptr_t base = 0;
+  uint64_t size_bytes = 0;   // what the application asked for
+  uint64_t range_bytes = 0;  // large: whole pages reserved; small: the size class
+  int device = 0;
+  bool small = false;
+  Residency residency = Residency::resident;
+  std::vector<PageHandle> pages;  // large: device pages mapped at base unless evicted
+  SharedEvent* last_use = nullptr;
+  Waits waits;  // a use waits for these first (a prefetch copy, a previous owner)
+  uint64_t last_tick = 0;
+  uint32_t pins = 0;  // uses prepared and not yet finished (Note [Pinned uses])
+  bool escaped = false;
+  // The host copy while evicted (one of the two, by mode).
+  void* stash = nullptr;
+  HostCopy host;
+  bool range_on_host = false;  // host.handle is mapped at base
+};
+
+// A large range freed and kept mapped for reuse (Note [Stream-ordered reuse]).
+struct Allocator::FreeRange {
+  uintptr_t base = 0;
+  uint64_t range_bytes = 0;
+  std::vector<PageHandle> pages;
+  SharedEvent* after = nullptr;    // the free's event (stream-ordered) or the last use
+  SharedEvent* pending = nullptr;  // a prefetch copy still in flight at the free
+  CUstream stream = nullptr;
+  bool stream_ordered = false;
+};
+
+struct SmallFree {
+  uintptr_t address = 0;
+  Allocator::SharedEvent* after = nullptr;
+  Allocator::SharedEvent* pending = nullptr;
+  CUstream stream = nullptr;
+  bool stream_ordered = false;
+};
+
+// A host copy to give back once the prefetch copy reading it is done.
+struct HostRelease {
+  void* stash = nullptr;
+  uint64_t stash_bytes = 0;
+  HostCopy host;
+  Allocator::SharedEvent* after = nullptr;
+};
+
+inline constexpr size_t kSmallClasses = 48;  // size class i holds 2^i bytes
+
+struct Allocator::Device {
+  int ordinal = -1;
+  bool initialised = false;
+  CUdevice cu_device = 0;
+  CUcontext context = nullptr;
+  uint64_t granularity = 0;
+  uint64_t budget_bytes = 0;
+  uint64_t total_bytes = 0;
+  bool host_vmm = false;  // evict to host-located memory mapped at the range
+  CUmemLocation host_location{};
+  CUstream evict_stream = nullptr;
+  CUstream prefetch_stream = nullptr;
+  std::unique_ptr<HostStash> stash;  // when !host_vmm, created on first eviction
+
+  uint64_t device_bytes = 0;  // pages created (pooled, mapped) and slabs
+  std::vector<PageHandle> page_pool;
+  std::vector<FreeRange> free_ranges;
+  std::array<std::vector<SmallFree>, kSmallClasses> small_free;
+  std::vector<HostCopy> host_cache;  // host copies kept for reuse
+  std::vector<HostRelease> host_releases;
+  std::vector<CUevent> event_pool;
+  std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
+};
+
+// Makes a device's context current for the scope, if it is not already.
+class ScopedContext {
+ public:
+  ScopedContext(const Driver& driver, CUcontext context) noexcept;
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  CUresult status() const noexcept { return status_; }
+
+ private:
+  const Driver& driver_;
+  bool pushed_ = false;
+  CUresult status_ = CUDA_SUCCESS;
+};
+
+inline uint64_t round_up(uint64_t value, uint64_t unit) {
+  return (value + unit - 1) / unit * unit;
+}
+
+}  // namespace cuswap

@@ -1,0 +1,38 @@
+// The swapping allocator's counters: one list, printed by one emitter
+// (`stats:true` at exit) and written into recorded traces.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cuswap {
+
+// X(name, description)
+#define CUSWAP_SWAP_STATS(X)                                                                 \
+  X(evictions, "buffers copied to host memory")                                              \
+  X(prefetches, "buffers copied back to the device")                                         \
+  X(prefetches_on_demand, "prefetches a use had to wait for")                                \
+  X(bytes_to_host, "bytes copied device to host by evictions")                               \
+  X(bytes_to_device, "bytes copied host to device by prefetches")                            \
+  X(evicted_accesses, "uses that named an evicted buffer")                                   \
+  X(escaped_buffers, "buffers marked escaped (never evicted without host memory mapping)")   \
+  X(device_bytes, "device memory mapped now (pages and slabs, cached ones included)")        \
+  X(peak_device_bytes, "highest device_bytes")                                               \
+  X(host_bytes, "host memory holding evicted bytes now")                                     \
+  X(peak_host_bytes, "highest host_bytes")                                                   \
+  X(allocations_large, "allocations given their own range")                                  \
+  X(allocations_small, "allocations from slabs")                                             \
+  X(reused_ranges, "large allocations served from freed ranges without a driver call")       \
+  X(driver_retries, "allocations retried after the device refused memory within the budget") \
+  X(out_of_memory, "allocations refused")
+
+struct SwapStats {
+#define CUSWAP_SWAP_STAT_FIELD(name, description) uint64_t name = 0;
+  CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_FIELD)
+#undef CUSWAP_SWAP_STAT_FIELD
+};
+
+// "name=value name=value ..." on one line.
+std::string format_stats(const SwapStats& stats);
+
+}  // namespace cuswap

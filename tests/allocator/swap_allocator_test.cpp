@@ -1,0 +1,321 @@
+// The swapping allocator on simcuda: oversubscription in both eviction
+// modes, pointers the scan cannot see, stream-ordered reuse, frees in the
+// middle of moves, pass-through under the budget, two devices.
+#include <cuda.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "tests/allocator/swap_fixture.h"
+
+namespace {
+
+using cuswap::Residency;
+
+constexpr uint64_t k32MiB = 32 * kMiB;
+
+// "host_vmm:true" evicts to host memory mapped at the range; "false" to the
+// pinned stash with the range unmapped.
+class Oversubscription : public SwapTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  std::string sim_conf() const {
+    return std::string("memory:64MiB,host_vmm:") + (GetParam() ? "true" : "false");
+  }
+};
+
+TEST_P(Oversubscription, WithoutCuswapTheThirdAllocationFails) {
+  start(sim_conf().c_str());
+  CUdeviceptr a = 0, b = 0, c = 0;
+  ASSERT_CU(cuMemAlloc(&a, k32MiB));
+  ASSERT_CU(cuMemAlloc(&b, k32MiB));
+  EXPECT_EQ(cuMemAlloc(&c, k32MiB), CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+// Eight 32 MiB buffers on a 64 MiB device, written and read back by kernels
+// and copies from four threads on three streams, in random order.
+TEST_P(Oversubscription, EveryByteSurvivesFromManyThreads) {
+  start_swap(sim_conf().c_str(), budget(64 * kMiB));
+  constexpr int kBuffers = 8, kThreads = 4, kRounds = 12;
+  CUstream streams[3] = {make_stream(), make_stream(), make_stream()};
+  std::vector<CUdeviceptr> buffers, counters;
+  std::vector<CUevent> last(kBuffers);
+  std::vector<uint32_t> expected(kBuffers);
+  for (int b = 0; b < kBuffers; ++b) {
+    buffers.push_back(swap_alloc(k32MiB));
+    counters.push_back(swap_alloc(8));
+    last[b] = make_event();
+    expected[b] = 0x10 + b;
+    ASSERT_CU(fill(streams[0], counters[b], 8, 0));
+    ASSERT_CU(fill(streams[0], buffers[b], k32MiB, expected[b]));
+    ASSERT_CU(cuEventRecord(last[b], streams[0]));
+  }
+  std::atomic<int> failures{0};
+  std::atomic<int> first_error{0};
+  std::atomic<uint64_t> wrong_bytes{0};
+  auto ok = [&](CUresult r) {
+    if (r == CUDA_SUCCESS) return true;
+    ++failures;
+    int none = 0;
+    first_error.compare_exchange_strong(none, static_cast<int>(r));
+    return false;
+  };
+  auto worker = [&](int t) {
+    ASSERT_CU(cuCtxSetCurrent(ctx));
+    std::mt19937 rng(1234 + t);
+    std::vector<unsigned char> host(k32MiB);
+    for (int round = 0; round < kRounds; ++round) {
+      // Each thread owns two buffers; their uses are ordered by events.
+      const int b = 2 * t + static_cast<int>(rng() % 2);
+      CUstream s = streams[rng() % 3];
+      ok(cuStreamWaitEvent(s, last[b], 0));
+      switch (rng() % 3) {
+        case 0:
+          expected[b] = (expected[b] + 37) & 0xff;
+          ok(fill(s, buffers[b], k32MiB, expected[b]));
+          break;
+        case 1:
+          ok(check(s, buffers[b], k32MiB, expected[b], counters[b]));
+          break;
+        default:
+          if (!ok(read(s, host.data(), buffers[b], k32MiB)) || !ok(cuStreamSynchronize(s))) break;
+          for (unsigned char byte : host)
+            wrong_bytes += byte != expected[b];
+      }
+      ok(cuEventRecord(last[b], s));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back(worker, t);
+  for (auto& thread : threads)
+    thread.join();
+  for (CUstream s : streams)
+    ASSERT_CU(cuStreamSynchronize(s));
+  EXPECT_EQ(failures.load(), 0) << "first error " << first_error.load();
+  EXPECT_EQ(wrong_bytes.load(), 0u);
+  for (int b = 0; b < kBuffers; ++b) {
+    EXPECT_EQ(read_counter(counters[b]), 0u) << "buffer " << b;
+    ASSERT_CU(check(nullptr, buffers[b], k32MiB, expected[b], counters[b]));
+    EXPECT_EQ(read_counter(counters[b]), 0u) << "buffer " << b << " at the end";
+  }
+  const simcuda_stats sim = stats();
+  EXPECT_EQ(sim.hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(sim.illegal_address_faults, 0u);
+  EXPECT_LE(sim.peak_device_bytes, 64 * kMiB);
+  const cuswap::SwapStats swap = allocator->stats();
+  EXPECT_GT(swap.evictions, 0u);
+  EXPECT_GT(swap.prefetches, 0u);
+  EXPECT_LE(swap.peak_device_bytes, 64 * kMiB);
+  EXPECT_EQ(swap.bytes_to_device, swap.prefetches * k32MiB);
+}
+
+// A kernel that loads through a pointer stored in device memory, where the
+// parameter scan cannot see it.
+TEST_P(Oversubscription, PointersInDeviceMemory) {
+  start_swap(sim_conf().c_str(), budget(64 * kMiB));
+  CUdeviceptr table = swap_alloc(64), out = swap_alloc(8);
+  CUdeviceptr hidden = swap_alloc(k32MiB);
+  ASSERT_CU(fill(nullptr, hidden, k32MiB, 0x5a));
+  // The pointer goes to the device inside a small host buffer, as a
+  // framework's pointer table would.
+  const CUdeviceptr entry = hidden + 4096;
+  allocator->note_host_words(&entry, sizeof entry);
+  ASSERT_CU(use(nullptr, {table}, [&] { return cuMemcpyHtoD(table, &entry, sizeof entry); }));
+  // Pressure: more large buffers, each used after allocation.
+  for (int i = 0; i < 3; ++i) {
+    CUdeviceptr other = swap_alloc(16 * kMiB);
+    ASSERT_CU(fill(nullptr, other, 16 * kMiB, i));
+  }
+  ASSERT_CU(cuCtxSynchronize());
+  if (GetParam()) {
+    EXPECT_EQ(allocator->residency(hidden), Residency::evicted);
+  } else {
+    EXPECT_EQ(allocator->residency(hidden), Residency::resident) << "escaped: never evicted";
+    EXPECT_EQ(allocator->stats().escaped_buffers, 1u);
+  }
+  ASSERT_CU(use(nullptr, {table, out}, [&] {
+    void* params[] = {&table, &out};
+    return cuLaunchKernel(k.load_indirect, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr);
+  }));
+  uint64_t loaded = 0;
+  ASSERT_CU(use(nullptr, {out}, [&] { return cuMemcpyDtoH(&loaded, out, 8); }));
+  EXPECT_EQ(loaded, 0x5a5a5a5a5a5a5a5aull);
+  EXPECT_EQ(stats().illegal_address_faults, 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Oversubscription, ::testing::Bool(), [](const auto& param_info) {
+  return param_info.param ? "HostMapped" : "Stash";
+});
+
+TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
+  start_swap("memory:256MiB", budget(256 * kMiB));
+  CUstream s1 = make_stream(), s2 = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB, s1, true);
+  ASSERT_CU(fill(s1, a, k32MiB, 7));
+  ASSERT_CU(allocator->free(a, s1, true));
+  // The same stream takes it back as it is.
+  CUdeviceptr b = swap_alloc(k32MiB, s1, true);
+  EXPECT_EQ(b, a);
+  ASSERT_CU(fill(s1, b, k32MiB, 8));
+  ASSERT_CU(allocator->free(b, s1, true));
+  // Another stream gets it too, ordered after s1's work by the free's event.
+  CUdeviceptr c = swap_alloc(k32MiB, s2, true);
+  EXPECT_EQ(c, a);
+  ASSERT_CU(fill(s2, c, k32MiB, 9));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(allocator->stats().reused_ranges, 2u);
+  EXPECT_EQ(mismatches(c, k32MiB, 9), 0u);
+  // Small buffers follow the same rule.
+  CUdeviceptr small = swap_alloc(4096, s1, true);
+  ASSERT_CU(fill(s1, small, 4096, 3));
+  ASSERT_CU(allocator->free(small, s1, true));
+  CUdeviceptr small2 = swap_alloc(4096, s2, true);
+  EXPECT_EQ(small2, small);
+  ASSERT_CU(fill(s2, small2, 4096, 4));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+TEST_F(SwapTest, FreeWhilePrefetching) {
+  start_swap("memory:64MiB,host_vmm:false", budget(48 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB);
+  ASSERT_CU(fill(s, a, k32MiB, 1));
+  CUdeviceptr b = swap_alloc(k32MiB);  // evicts a
+  ASSERT_CU(fill(s, b, k32MiB, 2));
+  ASSERT_EQ(allocator->residency(a), Residency::evicted);
+  // A use brings it back; it is freed before the copy is known to be done.
+  ASSERT_CU(fill(s, a, 16, 3));
+  EXPECT_EQ(allocator->residency(a), Residency::prefetching);
+  ASSERT_CU(allocator->free(a, nullptr, false));
+  // Its range goes to the next buffer of its size, which waits for the copy.
+  CUstream other = make_stream();
+  CUdeviceptr c = swap_alloc(k32MiB);
+  ASSERT_CU(fill(other, c, k32MiB, 4));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(mismatches(c, k32MiB, 4), 0u);
+}
+
+TEST_F(SwapTest, FreeWhileAnotherThreadEvicts) {
+  start_swap("memory:64MiB", budget(64 * kMiB));
+  for (int round = 0; round < 10; ++round) {
+    CUdeviceptr a = swap_alloc(k32MiB);
+    ASSERT_CU(fill(nullptr, a, k32MiB, round));
+    CUdeviceptr b = swap_alloc(k32MiB);
+    ASSERT_CU(fill(nullptr, b, k32MiB, round + 1));
+    CUdeviceptr c = 0;
+    std::thread evictor([&] {
+      ASSERT_CU(cuCtxSetCurrent(ctx));
+      c = swap_alloc(k32MiB);  // evicts a or b
+    });
+    std::thread freer([&] { ASSERT_CU(allocator->free(a, nullptr, false)); });
+    evictor.join();
+    freer.join();
+    ASSERT_CU(fill(nullptr, c, k32MiB, 9));
+    ASSERT_CU(use(nullptr, {b}, [&] { return cuCtxSynchronize(); }));
+    EXPECT_EQ(mismatches(c, k32MiB, 9), 0u);
+    ASSERT_CU(fill(nullptr, b, 16, round + 1));  // brings b back if it went
+    EXPECT_EQ(mismatches(b, k32MiB, static_cast<unsigned char>(round + 1)), 0u);
+    ASSERT_CU(allocator->free(b, nullptr, false));
+    ASSERT_CU(allocator->free(c, nullptr, false));
+  }
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+// Under the budget nothing moves, and the bytes are what a plain driver
+// gives.
+TEST_F(SwapTest, UnderTheBudgetNothingMoves) {
+  start_swap("memory:1GiB", budget(1024 * kMiB));
+  std::vector<CUdeviceptr> buffers;
+  for (int i = 0; i < 8; ++i) {
+    buffers.push_back(swap_alloc((i + 1) * 3 * kMiB + 123));
+    ASSERT_CU(fill(nullptr, buffers.back(), (i + 1) * 3 * kMiB + 123, 0x30 + i));
+  }
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(mismatches(buffers[i], (i + 1) * 3 * kMiB + 123, 0x30 + i), 0u);
+  const cuswap::SwapStats swap = allocator->stats();
+  EXPECT_EQ(swap.evictions, 0u);
+  EXPECT_EQ(swap.prefetches, 0u);
+  EXPECT_EQ(swap.bytes_to_host, 0u);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_CU(allocator->mem_get_info(&free_bytes, &total_bytes));
+  EXPECT_EQ(total_bytes, 1024 * kMiB);
+  EXPECT_EQ(free_bytes, total_bytes - swap.device_bytes);
+}
+
+TEST_F(SwapTest, BudgetViewOfTheDevice) {
+  start_swap("memory:1GiB", budget(256 * kMiB));
+  size_t total = 0;
+  CUdevice device = 0;
+  ASSERT_CU(cuDeviceGet(&device, 0));
+  ASSERT_CU(allocator->device_total_mem(device, &total));
+  EXPECT_EQ(total, 256 * kMiB);
+  size_t free_bytes = 0;
+  ASSERT_CU(allocator->mem_get_info(&free_bytes, &total));
+  EXPECT_EQ(total, 256 * kMiB);
+  EXPECT_EQ(free_bytes, 256 * kMiB);
+  CUdeviceptr p = swap_alloc(100 * kMiB);
+  ASSERT_CU(allocator->mem_get_info(&free_bytes, &total));
+  EXPECT_EQ(free_bytes, 256 * kMiB - 100 * kMiB);  // 100 MiB is 50 pages of 2 MiB
+  ASSERT_CU(allocator->free(p, nullptr, false));
+  ASSERT_CU(allocator->mem_get_info(&free_bytes, &total));
+  EXPECT_EQ(free_bytes, 256 * kMiB) << "a cached free range is free memory";
+}
+
+TEST_F(SwapTest, WhatCannotFitIsOutOfMemory) {
+  start_swap("memory:64MiB", budget(64 * kMiB));
+  CUdeviceptr p = 0;
+  EXPECT_EQ(allocator->allocate(96 * kMiB, nullptr, false, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  CUdeviceptr a = swap_alloc(k32MiB), b = swap_alloc(k32MiB);
+  // One use that needs both at once, plus a third: more than the budget.
+  CUdeviceptr c = swap_alloc(k32MiB);
+  EXPECT_EQ(use(nullptr, {a, b, c}, [] { return CUDA_SUCCESS; }), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_GT(allocator->stats().out_of_memory, 0u);
+}
+
+TEST_F(SwapTest, TwoDevices) {
+  start_swap("devices:2,memory:[0:64MiB,1:64MiB],host_vmm:false", budget(64 * kMiB));
+  CUcontext ctx1 = nullptr;
+  CUdevice dev1 = 0;
+  ASSERT_CU(cuDeviceGet(&dev1, 1));
+  ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx1, dev1));
+  simcuda::testkit::Kernels k1;
+  ASSERT_CU(cuCtxSetCurrent(ctx1));
+  ASSERT_CU(simcuda::testkit::load_kernels(k1));
+  std::vector<CUdeviceptr> on0, on1;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_CU(cuCtxSetCurrent(ctx));
+    on0.push_back(swap_alloc(k32MiB));
+    ASSERT_CU(fill(nullptr, on0.back(), k32MiB, 0x40 + i));
+    ASSERT_CU(cuCtxSetCurrent(ctx1));
+    on1.push_back(swap_alloc(k32MiB));
+    ASSERT_CU(use(nullptr, {on1.back()}, [&] {
+      return simcuda::testkit::launch_fill(k1, nullptr, on1.back(), k32MiB, 0x80 + i);
+    }));
+  }
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_CU(cuCtxSetCurrent(ctx1));
+    std::vector<unsigned char> host(k32MiB);
+    ASSERT_CU(use(nullptr, {on1[i]}, [&] { return cuMemcpyDtoH(host.data(), on1[i], k32MiB); }));
+    EXPECT_EQ(std::count(host.begin(), host.end(), 0x80 + i), static_cast<long>(k32MiB));
+    ASSERT_CU(cuCtxSetCurrent(ctx));
+    ASSERT_CU(use(nullptr, {on0[i]}, [&] { return cuMemcpyDtoH(host.data(), on0[i], k32MiB); }));
+    EXPECT_EQ(std::count(host.begin(), host.end(), 0x40 + i), static_cast<long>(k32MiB));
+  }
+  for (int device = 0; device < 2; ++device) {
+    simcuda_stats s{};
+    ASSERT_CU(simcuda_get_device_stats(device, &s));
+    EXPECT_LE(s.peak_device_bytes, 64 * kMiB) << "device " << device;
+    EXPECT_GT(s.d2h_bytes, 0u) << "device " << device << " evicted its own buffers";
+    EXPECT_EQ(s.d2d_bytes, 0u) << "no copy crossed devices";
+  }
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  ASSERT_CU(cuCtxSetCurrent(ctx));
+}
+
+}  // namespace
