@@ -44,10 +44,27 @@ Allocator::Allocator(const Driver& driver, const AllocatorSettings& settings)
     : driver_(driver), settings_(settings) {}
 
 Allocator::~Allocator() {
-  // The process is exiting or a test is done: memory goes back with the
-  // context. Only cuswap's own bookkeeping is freed here.
-  for (auto& [base, block] : blocks_)
+  // A test is done (the shim's allocator lives as long as the process):
+  // device memory goes back with the context; cuswap's own bookkeeping is
+  // freed here, and the stash gives its pinned memory back.
+  for (auto& [base, block] : blocks_) {
+    release_event(block->last_use);
+    for (SharedEvent*& wait : block->waits.events) release_event(wait);
     delete block;
+  }
+  for (auto& dev : devices_) {
+    if (!dev) continue;
+    for (FreeRange& range : dev->free_ranges) {
+      release_event(range.after);
+      release_event(range.pending);
+    }
+    for (auto& slots : dev->small_free)
+      for (SmallFree& slot : slots) {
+        release_event(slot.after);
+        release_event(slot.pending);
+      }
+    for (HostRelease& release : dev->host_releases) release_event(release.after);
+  }
 }
 
 CUresult Allocator::current_device(int& ordinal) noexcept {
@@ -508,30 +525,6 @@ CUresult Allocator::device_total_mem(CUdevice device_handle, size_t* bytes) noex
   if (CUresult r = driver_.cuDeviceTotalMem_v2(&total, device_handle); r != CUDA_SUCCESS) return r;
   *bytes = static_cast<size_t>(std::min<uint64_t>(
       total, settings_.budget_bytes.get(static_cast<int>(device_handle), total)));
-  return CUDA_SUCCESS;
-}
-
-CUresult Allocator::prefetch_all() noexcept {
-  std::lock_guard lock(mu_);
-  for (auto& [base, block] : blocks_) {
-    if (block->residency != Residency::evicted) continue;
-    Device& dev = *devices_[static_cast<size_t>(block->device)];
-    ScopedContext scope(driver_, dev.context);
-    if (CUresult r = prefetch(*block, dev.prefetch_stream, {}); r != CUDA_SUCCESS) return r;
-  }
-  for (auto& dev : devices_) {
-    if (!dev || !dev->initialised) continue;
-    ScopedContext scope(driver_, dev->context);
-    if (CUresult r = driver_.cuStreamSynchronize(dev->prefetch_stream); r != CUDA_SUCCESS) return r;
-    collect_host_releases(*dev, false);
-  }
-  for (auto& [base, block] : blocks_) {
-    for (SharedEvent*& wait : block->waits.events)
-      if (wait) (void)event_done(wait);
-    if (block->residency == Residency::prefetching && !block->waits.events[0] &&
-        !block->waits.events[1])
-      block->residency = Residency::resident;
-  }
   return CUDA_SUCCESS;
 }
 

@@ -148,9 +148,6 @@ class Allocator {
   [[nodiscard]] CUresult mem_get_info(size_t* free_bytes, size_t* total_bytes) noexcept;
   [[nodiscard]] CUresult device_total_mem(CUdevice device, size_t* bytes) noexcept;
 
-  // Moves every evicted buffer back and waits: for tests and for exit.
-  [[nodiscard]] CUresult prefetch_all() noexcept;
-
   SwapStats stats() noexcept;
   Residency residency(uintptr_t base) noexcept;  // resident for addresses it does not own
 

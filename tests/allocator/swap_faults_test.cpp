@@ -21,11 +21,11 @@ class SwapFaults : public SwapTest,
 
 TEST_P(SwapFaults, BytesSurviveAFailedCall) {
   const auto& [fault, nth, every_later] = GetParam();
-  const std::string conf = std::string("memory:64MiB,host_vmm:") +
+  const std::string conf = std::string("memory:24MiB,host_vmm:") +
                            (fault.host_vmm ? "true" : "false") + ",fail:" + fault.name + "@" +
                            std::to_string(nth) + (every_later ? "+" : "");
-  start_swap(conf.c_str(), budget(64 * kMiB));
-  constexpr uint64_t kBytes = 24 * kMiB;
+  start_swap(conf.c_str(), budget(24 * kMiB));
+  constexpr uint64_t kBytes = 8 * kMiB;  // four of them on a 24 MiB device
   std::vector<CUdeviceptr> buffers;
   std::vector<std::optional<uint32_t>> expected;
   for (int round = 0; round < 3; ++round) {
@@ -65,7 +65,7 @@ TEST_P(SwapFaults, BytesSurviveAFailedCall) {
   const simcuda_stats sim = stats();
   EXPECT_EQ(sim.hazards, 0u) << simcuda_last_hazard();
   EXPECT_EQ(sim.illegal_address_faults, 0u);
-  EXPECT_LE(sim.peak_device_bytes, 64 * kMiB);
+  EXPECT_LE(sim.peak_device_bytes, 24 * kMiB);
 }
 
 const Fault kFaults[] = {
