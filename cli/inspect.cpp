@@ -1,6 +1,8 @@
 // `cuswap inspect`: options, then read -> summarise -> render.
 #include "cli/inspect.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -8,11 +10,53 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "tracer/cst_format.h"
 #include "tracer/cst_reader.h"
+#include "tracer/import/import.h"
 
 namespace cuswap::cli {
 
+namespace {
+
+// A `.cst` starts with its magic; anything else goes through the importers.
+bool is_cst_file(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) return true;  // the .cst reader reports the error as before
+  uint8_t magic[trace::cst::kMagic.size()] = {};
+  const size_t got = std::fread(magic, 1, sizeof magic, file);
+  std::fclose(file);
+  return got < 2 || (got == sizeof magic &&
+                     std::memcmp(magic, trace::cst::kMagic.data(), sizeof magic) == 0) ||
+         (got < sizeof magic && std::memcmp(magic, trace::cst::kMagic.data(), got) == 0);
+}
+
+int write_all(const std::string& text, std::FILE* out, std::FILE* err) {
+  if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0) {
+    fmt::print(err, "cuswap: error: cannot write the output: {}\n", std::strerror(errno));
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+int run_inspect_imported(const InspectOptions& options, std::FILE* out, std::FILE* err) {
+  trace::ImportOptions import;
+  import.allow_incomplete = options.partial;
+  import.progress = err == stderr && isatty(fileno(stderr)) == 1;
+  trace::Trace trace;
+  std::string error;
+  if (!trace::import_trace(options.file, import, trace, error)) {
+    fmt::print(err, "cuswap: error: {}\n", error);
+    return kExitBadInput;
+  }
+  return write_all(options.json ? render_trace_json(trace, options.file)
+                                : render_trace_text(trace, options.file),
+                   out, err);
+}
+
+}  // namespace
+
 int run_inspect(const InspectOptions& options, std::FILE* out, std::FILE* err) {
+  if (!is_cst_file(options.file)) return run_inspect_imported(options, out, err);
   trace::CstTrace trace;
   std::string error;
   trace::ReadOptions read;
@@ -33,11 +77,15 @@ int run_inspect(const InspectOptions& options, std::FILE* out, std::FILE* err) {
 
 Command add_inspect(CLI::App& app) {
   auto options = std::make_shared<InspectOptions>();
-  CLI::App* sub = app.add_subcommand("inspect", "Show what is in a trace (.cst).");
+  CLI::App* sub = app.add_subcommand(
+      "inspect",
+      "Show what is in a trace: .cst, TensorFlow 1 timeline or StepStats, TensorFlow 2 "
+      "xplane.pb or memory_profile.json, PyTorch profiler trace or memory snapshot (gzip or "
+      "not; the format is detected from the content).");
   sub->footer(
       "Exit codes: 0 ok, 1 failed, 2 bad usage or input (an unreadable, truncated or corrupt "
       "file: one line on stderr naming the file and the byte offset).");
-  sub->add_option("file", options->file, "The trace file (.cst)")->required();
+  sub->add_option("file", options->file, "The trace file")->required();
   sub->add_flag("--json", options->json, "Print one JSON object instead of text");
   sub->add_flag("--partial", options->partial,
                 "Read a trace whose recording never finished (the process died): what is "

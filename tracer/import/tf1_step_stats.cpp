@@ -1,0 +1,215 @@
+// TensorFlow 1 StepStats (RunMetadata.step_stats, serialized) into the Trace
+// model; a whole RunMetadata is accepted too.
+//
+// What is read: per device, NodeExecStats as ops (node_name, the op type
+// from timeline_label "name = Type(inputs)", all_start and all_end_rel in
+// nanoseconds where recorded, else microseconds; thread_id as the lane),
+// outputs with their AllocationDescription as tensors, the timeline_label
+// inputs as the tensors' consumers, and memory[] per allocator:
+// allocator_bytes_in_use (the allocator's own count after each op, weights
+// included: its maximum is the allocator's peak, the reported figure),
+// peak_bytes (one op's own peak) and allocation_records (this step's
+// allocations and frees, replayed for their live peak); the last two are
+// given in a note.
+//
+// Lifetimes: StepStats does not say when an output is freed; a tensor ends
+// at the end of its last consumer (or of its producer), as timeline.py
+// assumes. Dropped: referenced_tensor, memory_stats, scheduled times.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "proto/step_stats.pb.h"
+#include "tracer/import/builder.h"
+#include "tracer/import/proto_importers.h"
+#include "tracer/import/tf_common.h"
+
+namespace cuswap::trace::import {
+namespace {
+
+namespace pb = cuswap::import::tf;
+
+// "[…] name = Type(in, in:1, ^ctrl)" -> type and data inputs ("node:i").
+void parse_label(std::string_view label, std::string& type, std::vector<std::string>& inputs) {
+  if (!label.empty() && label[0] == '[') {
+    const size_t close = label.find("] ");
+    if (close != std::string_view::npos) label.remove_prefix(close + 2);
+  }
+  const size_t eq = label.find(" = ");
+  if (eq == std::string_view::npos) return;
+  std::string_view rest = label.substr(eq + 3);
+  const size_t open = rest.find('(');
+  if (open == std::string_view::npos || rest.back() != ')') return;
+  type = rest.substr(0, open);
+  std::string_view args = rest.substr(open + 1, rest.size() - open - 2);
+  while (!args.empty()) {
+    size_t comma = args.find(", ");
+    std::string_view arg = args.substr(0, comma);
+    args = comma == std::string_view::npos ? std::string_view() : args.substr(comma + 2);
+    if (arg.empty() || arg[0] == '^') continue;
+    arg = arg.substr(0, arg.find(' '));  // "tensor @device" in _Recv labels
+    const size_t colon = arg.rfind(':');
+    const bool has_index = colon != std::string_view::npos && colon + 1 < arg.size() &&
+                           arg.find_first_not_of("0123456789", colon + 1) == std::string_view::npos;
+    inputs.push_back(has_index ? std::string(arg) : std::string(arg) + ":0");
+  }
+}
+
+struct DeviceName {
+  bool gpu = false;
+  int ordinal = 0;
+};
+
+DeviceName parse_device(std::string_view device) {
+  std::string low(device);
+  for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  DeviceName d;
+  d.gpu = low.find("gpu:") != std::string::npos;
+  if (d.gpu) d.ordinal = device_ordinal(low.substr(0, low.find("/stream:")));
+  return d;
+}
+
+}  // namespace
+
+bool import_step_stats(std::string_view bytes, std::string_view name, bool run_metadata,
+                       Trace& out, std::string& error) {
+  pb::StepStats step_stats;
+  pb::RunMetadata metadata;
+  const bool ok = run_metadata ? metadata.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))
+                               : step_stats.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  if (!ok) {
+    error = fmt::format("{}: offset 0: expected a {} message (protobuf could not decode a nested "
+                        "field)", name, run_metadata ? "RunMetadata" : "StepStats");
+    return false;
+  }
+  const pb::StepStats& stats = run_metadata ? metadata.step_stats() : step_stats;
+  out.format = TraceFormat::tf1_step_stats;
+  TraceBuilder builder(out);
+
+  bool any_gpu_device = false;
+  for (const pb::DeviceStepStats& dev : stats.dev_stats()) any_gpu_device |= parse_device(dev.device()).gpu;
+
+  struct Output {
+    uint32_t op;
+    std::string key;  // "node:i"
+    pb::AllocationDescription description;
+  };
+  std::vector<Output> outputs;
+  std::vector<int64_t> op_end_ns;
+  std::unordered_map<std::string, std::vector<uint32_t>> consumers;
+  std::map<std::string, uint64_t> peaks;
+  std::map<std::string, int64_t> op_peaks;
+  struct Record {
+    int64_t time_ns;
+    int64_t bytes;
+  };
+  std::map<std::string, std::vector<Record>> records;
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+
+  for (const pb::DeviceStepStats& dev : stats.dev_stats()) {
+    const DeviceName device = parse_device(dev.device());
+    for (const pb::NodeExecStats& node : dev.node_stats()) {
+      Op op;
+      op.name = node.node_name();
+      op.type = op.name;
+      std::vector<std::string> inputs;
+      parse_label(node.timeline_label(), op.type, inputs);
+      op.start_ns = node.all_start_nanos() ? std::clamp<int64_t>(node.all_start_nanos(), -(INT64_MAX / 4), INT64_MAX / 4)
+                                           : micros_to_ns(node.all_start_micros());
+      op.duration_ns = std::max<int64_t>(
+          0, node.all_end_rel_nanos() ? std::min<int64_t>(node.all_end_rel_nanos(), INT64_MAX / 4)
+                                      : micros_to_ns(node.all_end_rel_micros()));
+      op.device = device.gpu ? device.ordinal : (any_gpu_device ? -1 : 0);
+      op.stream = node.thread_id();
+      first_ns = std::min(first_ns, op.start_ns);
+      last_ns = std::max(last_ns, op.start_ns + op.duration_ns);
+      const int64_t end_ns = op.start_ns + op.duration_ns;
+      const std::string node_name = op.name;
+      const uint32_t index = builder.add_op(std::move(op));
+      op_end_ns.push_back(end_ns);
+      for (std::string& in : inputs) consumers[std::move(in)].push_back(index);
+      for (int i = 0; i < node.output_size(); ++i) {
+        const pb::NodeOutput& o = node.output(i);
+        if (!o.has_tensor_description() || !o.tensor_description().has_allocation_description())
+          continue;
+        outputs.push_back({index, fmt::format("{}:{}", node_name, i),
+                           o.tensor_description().allocation_description()});
+      }
+      for (const pb::AllocatorMemoryUsed& m : node.memory()) {
+        // allocator_bytes_in_use is the allocator's own count after the op
+        // (weights included); peak_bytes is the op's own peak.
+        uint64_t& peak = peaks[m.allocator_name()];
+        peak = std::max<uint64_t>(
+            peak, static_cast<uint64_t>(std::max<int64_t>(m.allocator_bytes_in_use(), 0)));
+        int64_t& op_peak = op_peaks[m.allocator_name()];
+        op_peak = std::max(op_peak, m.peak_bytes());
+        for (const pb::AllocationRecord& r : m.allocation_records())
+          records[m.allocator_name()].push_back({micros_to_ns(r.alloc_micros()), r.alloc_bytes()});
+      }
+    }
+  }
+
+  AllocatorSpaces spaces;
+  for (const Output& o : outputs)
+    spaces.count(o.description.allocator_name(),
+                 static_cast<uint64_t>(std::max<int64_t>(
+                     std::max(o.description.allocated_bytes(), o.description.requested_bytes()), 0)));
+  for (const auto& [allocator, peak] : peaks) spaces.count(allocator, 0);
+  spaces.decide(builder);
+
+  for (auto& [key, list] : consumers)
+    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+      return builder.op(a).start_ns < builder.op(b).start_ns;
+    });
+  for (const Output& o : outputs) {
+    Tensor t;
+    t.name = o.key;
+    const auto allocated = static_cast<uint64_t>(std::max<int64_t>(o.description.allocated_bytes(), 0));
+    const auto requested = static_cast<uint64_t>(std::max<int64_t>(o.description.requested_bytes(), 0));
+    t.size_bytes = allocated ? allocated : requested;
+    t.requested_bytes = requested;
+    t.allocator = o.description.allocator_name();
+    t.space = spaces.space(t.allocator);
+    t.device = spaces.device(t.allocator);
+    t.address = o.description.ptr();
+    t.alloc_ns = builder.op(o.op).start_ns;
+    t.producer = o.op;
+    int64_t last_use = op_end_ns[o.op];
+    if (const auto it = consumers.find(o.key); it != consumers.end())
+      for (uint32_t c : it->second) {
+        if (builder.op(c).start_ns < t.alloc_ns) continue;
+        t.accesses.push_back(c);
+        last_use = std::max(last_use, op_end_ns[c]);
+      }
+    t.free_ns = last_use;
+    builder.add_tensor(std::move(t));
+  }
+
+  for (const auto& [allocator, peak] : peaks)
+    builder.report_allocator(allocator, spaces.space(allocator), spaces.device(allocator), peak);
+  for (const Tensor& t : out.tensors)
+    builder.report_allocator(t.allocator, t.space, t.device, std::nullopt);
+  if (const auto it = peaks.find(spaces.device_allocator()); it != peaks.end())
+    out.reported_peak_device_bytes = it->second;
+  for (auto& [allocator, list] : records) {
+    std::stable_sort(list.begin(), list.end(), [](const Record& a, const Record& b) {
+      return a.time_ns != b.time_ns ? a.time_ns < b.time_ns : a.bytes < b.bytes;
+    });
+    int64_t live = 0, peak = 0;
+    for (const Record& r : list) {
+      live += r.bytes;
+      peak = std::max(peak, live);
+    }
+    builder.note(fmt::format("{}: {} allocation records, {} bytes at most live among them; "
+                             "the largest peak of one op is {} bytes",
+                             allocator, list.size(), peak, op_peaks[allocator]));
+  }
+  if (first_ns <= last_ns) builder.add_iteration(first_ns, last_ns + 1);
+  builder.note("tensors end at the end of their last consumer: StepStats records no frees");
+  builder.finish();
+  return true;
+}
+
+}  // namespace cuswap::trace::import
