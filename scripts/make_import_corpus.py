@@ -67,8 +67,9 @@ def main():
     write(a.out, "tf2_memory_profile", "seed.json", json.dumps(doc, separators=(",", ":")).encode())
 
     # PyTorch snapshot: the synthetic one, cut down.
-    here = os.path.dirname(os.path.abspath(__file__))
-    snap = json.loads(load(os.path.join(here, "data", "synthetic.snapshot.json")))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    snap = json.loads(load(os.path.join(root, "tests", "tracer", "import", "data",
+                                        "synthetic.snapshot.json")))
     snap["device_traces"][0] = snap["device_traces"][0][:6]
     snap["segments"][0]["blocks"] = snap["segments"][0]["blocks"][:2]
     write(a.out, "torch_snapshot", "seed.json", json.dumps(snap, separators=(",", ":")).encode())
