@@ -22,5 +22,9 @@ struct Command {
 };
 
 Command add_inspect(CLI::App& app);
+Command add_plan(CLI::App& app);      // cli/plan.cpp
+Command add_simulate(CLI::App& app);  // cli/simulate.cpp
+Command add_compare(CLI::App& app);   // cli/compare.cpp
+Command add_export(CLI::App& app);    // cli/export.cpp
 
 }  // namespace cuswap::cli

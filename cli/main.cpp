@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   CLI::App app{"cuswap: use host memory as an extension of GPU memory.", "cuswap"};
   app.require_subcommand(1);
   app.set_version_flag("--version", CUSWAP_VERSION);
-  const std::vector<Command> commands = {add_inspect(app)};
+  const std::vector<Command> commands = {add_inspect(app), add_plan(app), add_simulate(app),
+                                         add_compare(app), add_export(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

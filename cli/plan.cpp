@@ -1,0 +1,230 @@
+// `cuswap plan`: make a swap plan for a trace and a budget, write it as
+// JSON and print a one-screen summary; or, with --max-batch, answer the
+// largest batch that fits from traces of one model at several batch sizes.
+#include <memory>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "allocator/config.h"
+#include "cli/commands.h"
+#include "cli/policy_common.h"
+#include "policy/batch_scaling.h"
+
+namespace cuswap::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::vector<std::string> files;
+  std::string output;
+  std::string planner{policy::kDefaultPlanner};
+  bool max_batch = false;
+  std::vector<uint32_t> batches;
+  double max_overhead = 0.1;
+  bool json = false;
+  PolicyArgs policy;
+};
+
+int fail(std::FILE* err, int code, const std::string& line) {
+  fmt::print(err, "cuswap: error: {}\n", line);
+  return code;
+}
+
+std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
+  const policy::Workload& w = l.workload;
+  const policy::SimResult& r = o.result;
+  std::string out =
+      fmt::format("{}: {} trace, device {}, {} ops and {} tensors in the window\n", l.trace.source,
+                  trace::format_name(l.trace.format), w.device, w.ops.size(), w.tensors.size());
+  for (const std::string& note : w.notes)
+    out += fmt::format("note: {}\n", note);
+  out += fmt::format("planner: {} ({}), budget {} ({} bytes)\n", o.plan.planner,
+                     policy::mode_name(o.plan.mode), human_bytes(l.request.budget_bytes),
+                     l.request.budget_bytes);
+  out += fmt::format("link: {}\n", describe_link(l.request.link));
+  out += fmt::format("peak without swapping: {}, iteration {}\n",
+                     human_bytes(r.infinite_memory_peak_bytes), human_ns(r.infinite_memory_ns));
+  uint64_t bytes = 0;
+  std::vector<uint32_t> groups;
+  for (const policy::PlanEntry& e : o.plan.entries) {
+    bytes += e.tensor.size_bytes;
+    groups.push_back(e.group);
+  }
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  out += fmt::format("tensors chosen: {} in {} groups, {} out and {} in per iteration\n",
+                     o.plan.entries.size(), groups.size(), human_bytes(bytes), human_bytes(bytes));
+  out += fmt::format(
+      "predicted: peak {} ({}), iteration {} ({:+.1f}% over infinite memory), "
+      "stall {}\n",
+      human_bytes(r.peak_bytes), r.fits ? "fits" : "does not fit", human_ns(r.iteration_ns),
+      100 * r.overhead(), human_ns(r.stall_ns));
+  out += fmt::format("simulated copies: {} out, {} in ({} on demand); lower bound {}\n",
+                     human_bytes(r.d2h_bytes), human_bytes(r.h2d_bytes), r.demand_fetches,
+                     human_ns(r.lower_bound_ns));
+  out += fmt::format("time scale: {:g}\n", r.time_scale);
+  if (r.shortfall) out += shortfall_text(*r.shortfall, w) + "\n";
+  return out;
+}
+
+int run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
+  if (o.files.size() != 1)
+    return fail(
+        err, kExitBadInput,
+        fmt::format("plan: expected one trace file (or --max-batch), got {}", o.files.size()));
+  Loaded loaded;
+  std::string error;
+  if (!load(o.files[0], o.policy, loaded, error)) return fail(err, kExitBadInput, error);
+  if (!loaded.budget_given) return fail(err, kExitBadInput, "--budget: a budget is required");
+  const policy::Planner* planner = policy::find_planner(o.planner);
+  if (planner == nullptr)
+    return fail(err, kExitBadInput,
+                fmt::format("--planner: expected one of {}, got \"{}\"", policy::planner_names(),
+                            o.planner));
+  const policy::PlanOutcome outcome =
+      policy::plan_and_simulate(*planner, loaded.workload, loaded.request);
+  if (!o.output.empty() && !write_file(o.output, policy::write_plan_json(outcome.plan), error))
+    return fail(err, kExitFailed, error);
+  std::string text = summary(loaded, outcome);
+  if (!o.output.empty() && o.output != "-") text += fmt::format("wrote {}\n", o.output);
+  if (!write_out(o.output == "-" ? err : out, text)) return kExitFailed;
+  if (!outcome.result.fits) {
+    fmt::print(err, "cuswap: the budget of {} cannot be met by the {} plan\n",
+               human_bytes(loaded.request.budget_bytes), o.planner);
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+// "…-b32.…", "…_bs32…", "…batch32…": the batch size a file name states.
+std::optional<uint32_t> batch_from_name(const std::string& path) {
+  static const std::regex pattern(R"((?:^|[-_./])(?:b|bs|batch)[-_]?(\d+)(?:[-_.]|$))",
+                                  std::regex::icase);
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  std::smatch m;
+  if (!std::regex_search(name, m, pattern)) return std::nullopt;
+  const unsigned long value = std::stoul(m[1].str());
+  if (value == 0 || value > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(value);
+}
+
+int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
+  if (o.files.size() < 2)
+    return fail(err, kExitBadInput, "--max-batch: expected traces at two or more batch sizes");
+  if (!o.batches.empty() && o.batches.size() != o.files.size())
+    return fail(err, kExitBadInput,
+                fmt::format("--batches: expected {} sizes, one per file, got {}", o.files.size(),
+                            o.batches.size()));
+  std::vector<policy::BatchSample> samples;
+  policy::PlanRequest request;
+  for (size_t i = 0; i < o.files.size(); ++i) {
+    Loaded loaded;
+    std::string error;
+    PolicyArgs args = o.policy;
+    args.budget.clear();  // a percentage would mean a different budget per file
+    if (!load(o.files[i], args, loaded, error)) return fail(err, kExitBadInput, error);
+    request = loaded.request;
+    std::optional<uint32_t> batch;
+    if (!o.batches.empty())
+      batch = o.batches[i];
+    else
+      batch = batch_from_name(o.files[i]);
+    if (!batch)
+      return fail(
+          err, kExitBadInput,
+          fmt::format("{}: no batch size in the file name (…-b32…); give --batches", o.files[i]));
+    samples.push_back({*batch, std::move(loaded.workload)});
+  }
+  const std::optional<uint64_t> budget = conf::parse_size(o.policy.budget);
+  if (!budget)
+    return fail(
+        err, kExitBadInput,
+        fmt::format("--budget: expected a size such as 12GiB, got \"{}\"", o.policy.budget));
+  request.budget_bytes = *budget;
+  policy::BatchModel model;
+  std::string error;
+  if (!policy::fit_batch_model(std::move(samples), model, error))
+    return fail(err, kExitBadInput, error);
+  policy::MaxBatchOptions options;
+  options.request = request;
+  options.max_overhead = o.max_overhead;
+  const std::vector<policy::MaxBatchRow> rows =
+      policy::max_batch(model, options, policy::all_planners());
+  std::string text;
+  if (o.json) {
+    text = fmt::format(
+        "{{\n  \"budget_bytes\": {},\n  \"max_overhead\": {},\n  \"link\": {},\n"
+        "  \"time_scale\": {},\n  \"batches\": [",
+        request.budget_bytes, o.max_overhead, json_string(request.link.name), request.time_scale);
+    for (size_t i = 0; i < model.batches.size(); ++i)
+      text += fmt::format("{}{}", i ? ", " : "", model.batches[i]);
+    text += fmt::format("],\n  \"matched_tensors\": {},\n  \"rows\": [\n", model.matched_tensors);
+    for (size_t i = 0; i < rows.size(); ++i)
+      text += fmt::format(
+          "    {{\"planner\": {}, \"max_batch\": {}, \"capped\": {}, \"peak_bytes\": {}, "
+          "\"iteration_ns\": {}, \"overhead\": {:.6f}}}{}\n",
+          json_string(rows[i].planner), rows[i].max_batch, rows[i].capped ? "true" : "false",
+          rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead,
+          i + 1 < rows.size() ? "," : "");
+    text += "  ]\n}\n";
+  } else {
+    text = fmt::format("budget {}, link {}, time scale {:g}, overhead at most {:.0f}%\n",
+                       human_bytes(request.budget_bytes), request.link.name, request.time_scale,
+                       100 * o.max_overhead);
+    text += fmt::format("fitted from batches");
+    for (uint32_t b : model.batches)
+      text += fmt::format(" {}", b);
+    text += fmt::format(" ({} tensors matched across them)\n", model.matched_tensors);
+    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}\n", "policy", "max batch", "peak",
+                        "iteration", "overhead");
+    for (const policy::MaxBatchRow& row : rows)
+      text += fmt::format(
+          "{:<12} {:>10} {:>12} {:>14} {:>8.1f}%\n",
+          row.planner.empty() ? "no swapping" : row.planner,
+          row.max_batch == 0 ? std::string("none")
+                             : fmt::format("{}{}", row.max_batch, row.capped ? "+" : ""),
+          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead);
+  }
+  return write_out(out, text) ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+Command add_plan(CLI::App& app) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* sub = app.add_subcommand("plan", "Make a swap plan for a trace and a memory budget.");
+  sub->footer(
+      "With --max-batch: the largest batch that fits the budget without swapping and with each "
+      "planner at an overhead of at most --max-overhead, from traces of one model at two or more "
+      "batch sizes (named …-b32… or given by --batches). Exit codes: 0 ok, 1 the budget cannot "
+      "be met (the summary says by how much) or the output cannot be written, 2 bad usage or "
+      "input (one line on stderr).");
+  sub->add_option("file", options->files, "The trace (several with --max-batch)")->required();
+  sub->add_option("-o,--output", options->output, "Write the plan JSON here (- for stdout)");
+  sub->add_option("--planner", options->planner, "Planner: " + policy::planner_names())
+      ->capture_default_str();
+  sub->add_flag("--max-batch", options->max_batch,
+                "Answer the largest batch that fits, from traces at several batch sizes");
+  sub->add_option("--batches", options->batches,
+                  "With --max-batch: each file's batch size, in order")
+      ->delimiter(',');
+  sub->add_option("--max-overhead", options->max_overhead,
+                  "With --max-batch: the largest acceptable slowdown over infinite memory")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--json", options->json, "With --max-batch: print one JSON object");
+  add_policy_options(sub, options->policy);
+  return {sub, [options] {
+            if (options->max_batch) {
+              if (options->policy.budget.empty() || options->policy.budget.back() == '%') {
+                fmt::print(stderr, "cuswap: error: --budget: --max-batch needs a size\n");
+                return kExitBadInput;
+              }
+              return run_max_batch(*options, stdout, stderr);
+            }
+            return run_single(*options, stdout, stderr);
+          }};
+}
+
+}  // namespace cuswap::cli

@@ -1,0 +1,270 @@
+// Shared parts of the policy subcommands (cli/policy_common.h).
+#include "cli/policy_common.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "allocator/config.h"
+#include "tracer/import/import.h"
+
+namespace cuswap::cli {
+
+void add_policy_options(CLI::App* sub, PolicyArgs& args) {
+  args.budget_option =
+      sub->add_option("--budget", args.budget,
+                      "Device memory budget: a size (12GiB, 1.5G, 800MiB; binary units) or a "
+                      "percentage of the iteration's peak without swapping (60%)");
+  std::string links;
+  for (std::string_view name : policy::link_names())
+    links += (links.empty() ? "" : ", ") + std::string(name);
+  args.link_option =
+      sub->add_option("--link", args.link, "Host link: " + links)->capture_default_str();
+  args.time_scale_option =
+      sub->add_option("--time-scale", args.time_scale,
+                      "Multiply op durations by F (traces captured on a CPU are not GPU "
+                      "timings; every report states the factor)")
+          ->capture_default_str()
+          ->check(CLI::PositiveNumber);
+  sub->add_flag("--duplex-contention", args.duplex_contention,
+                "Both copy directions share the link's bandwidth when they run at once");
+  sub->add_option("--iteration", args.iteration,
+                  "Which iteration of the trace to plan (default: the middle one)");
+  sub->add_option("--device", args.device,
+                  "Which device (default: the one with the most device memory)");
+  sub->add_flag("--partial", args.partial, "Read a .cst trace whose recording never finished");
+}
+
+bool parse_request(const PolicyArgs& args, const policy::Workload& workload,
+                   policy::PlanRequest& out, bool& budget_given, std::string& error) {
+  const std::optional<policy::Link> link = policy::find_link(args.link);
+  if (!link) {
+    std::string names;
+    for (std::string_view name : policy::link_names())
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    error = fmt::format("--link: expected one of {}, got \"{}\"", names, args.link);
+    return false;
+  }
+  out.link = *link;
+  out.link.duplex_contention = args.duplex_contention;
+  out.time_scale = args.time_scale;
+  budget_given = !args.budget.empty();
+  out.budget_bytes = UINT64_MAX;
+  if (!budget_given) return true;
+  if (args.budget.back() == '%') {
+    const std::optional<double> percent =
+        conf::parse_number(std::string_view(args.budget).substr(0, args.budget.size() - 1));
+    if (!percent || *percent <= 0) {
+      error = fmt::format("--budget: expected a positive percentage such as 60%, got \"{}\"",
+                          args.budget);
+      return false;
+    }
+    const std::vector<uint64_t> live = policy::live_bytes_per_op(workload);
+    const uint64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+    out.budget_bytes =
+        static_cast<uint64_t>(std::floor(static_cast<double>(peak) * *percent / 100));
+    return true;
+  }
+  const std::optional<uint64_t> size = conf::parse_size(args.budget);
+  if (!size || *size == 0) {
+    error =
+        fmt::format("--budget: expected a size such as 12GiB or 800MiB, got \"{}\"", args.budget);
+    return false;
+  }
+  out.budget_bytes = *size;
+  return true;
+}
+
+bool load(const std::string& file, const PolicyArgs& args, Loaded& out, std::string& error) {
+  trace::ImportOptions import;
+  import.allow_incomplete = args.partial;
+  if (!trace::import_trace(file, import, out.trace, error)) return false;
+  policy::WorkloadOptions options;
+  options.device = args.device;
+  options.iteration = args.iteration;
+  if (!policy::build_workload(out.trace, options, out.workload, error)) return false;
+  return parse_request(args, out.workload, out.request, out.budget_given, error);
+}
+
+bool obtain_plan(Loaded& loaded, const PolicyArgs& args, const std::string& plan_path,
+                 const std::string& planner, policy::Plan& plan,
+                 std::vector<policy::ResolvedEntry>& entries, std::string& error) {
+  if (!plan_path.empty()) {
+    if (!policy::read_plan_file(plan_path, plan, error)) return false;
+    if (args.link_option->count() == 0) {
+      const std::optional<policy::Link> link = policy::find_link(plan.link);
+      if (!link) {
+        error =
+            fmt::format("{}: key link: expected a known link, got \"{}\"", plan_path, plan.link);
+        return false;
+      }
+      loaded.request.link = *link;
+      loaded.request.link.duplex_contention = args.duplex_contention;
+    }
+    if (args.time_scale_option->count() == 0) loaded.request.time_scale = plan.time_scale;
+    if (!loaded.budget_given) {
+      loaded.request.budget_bytes = plan.budget_bytes;
+      loaded.budget_given = true;
+    }
+    if (!policy::resolve(plan, loaded.workload, entries, error)) {
+      error = fmt::format("{}: {}", plan_path, error);
+      return false;
+    }
+    return true;
+  }
+  const policy::Planner* p = policy::find_planner(planner);
+  if (p == nullptr) {
+    error =
+        fmt::format("--planner: expected one of {}, got \"{}\"", policy::planner_names(), planner);
+    return false;
+  }
+  if (!loaded.budget_given) {
+    error = "--budget: a budget is required to make a plan";
+    return false;
+  }
+  plan = p->plan(loaded.workload, loaded.request);
+  if (!policy::resolve(plan, loaded.workload, entries, error)) return false;
+  return true;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits))
+    value /= 1024, ++unit;
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+std::string human_ns(int64_t ns) {
+  const double abs_ns = std::fabs(static_cast<double>(ns));
+  if (abs_ns >= 1e9) return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9);
+  if (abs_ns >= 1e6) return fmt::format("{:.3f} ms", static_cast<double>(ns) / 1e6);
+  if (abs_ns >= 1e3) return fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
+  return fmt::format("{} ns", ns);
+}
+
+std::string describe_link(const policy::Link& link) {
+  return fmt::format("{} ({:g} GB/s each way, {} latency per copy{})", link.name,
+                     link.bandwidth_bytes_per_s / 1e9, human_ns(link.latency_ns),
+                     link.duplex_contention ? ", directions share the bandwidth" : "");
+}
+
+std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w) {
+  std::string largest;
+  for (uint32_t t : s.largest) {
+    const policy::WorkTensor& tensor = w.tensors[t];
+    largest += fmt::format("{}{} ({})", largest.empty() ? "" : ", ",
+                           tensor.name.empty() ? fmt::format("tensor #{}", t) : tensor.name,
+                           human_bytes(tensor.size_bytes));
+  }
+  return fmt::format(
+      "the budget cannot be met: op {} \"{}\" needs {} ({} bytes) on the device at once, {} ({} "
+      "bytes) over the budget; its largest tensors: {}",
+      s.op, w.ops[s.op].name, human_bytes(s.required_bytes), s.required_bytes,
+      human_bytes(s.over_bytes), s.over_bytes, largest);
+}
+
+std::string render_result_text(const policy::SimResult& r, const policy::Workload& w) {
+  std::string out;
+  out += fmt::format(
+      "peak device memory: {} ({} bytes){}\n", human_bytes(r.peak_bytes), r.peak_bytes,
+      r.budget_bytes == UINT64_MAX ? std::string()
+                                   : fmt::format(" of a {} budget: {}", human_bytes(r.budget_bytes),
+                                                 r.fits ? "fits" : "does not fit"));
+  out += fmt::format("iteration: {} ({:+.1f}% over infinite memory {}), stall {}\n",
+                     human_ns(r.iteration_ns), 100 * r.overhead(), human_ns(r.infinite_memory_ns),
+                     human_ns(r.stall_ns));
+  out += fmt::format("lower bound: {} (max of compute and bytes moved / bandwidth)\n",
+                     human_ns(r.lower_bound_ns));
+  out += fmt::format(
+      "copies: {} out ({} evictions, {} forced), {} in ({} prefetches, {} late; {} "
+      "on demand)\n",
+      human_bytes(r.d2h_bytes), r.evictions, r.forced_evictions, human_bytes(r.h2d_bytes),
+      r.prefetches, r.late_prefetches, r.demand_fetches);
+  out += fmt::format("time scale: {:g} (op durations as captured x {:g})\n", r.time_scale,
+                     r.time_scale);
+  if (r.shortfall) out += shortfall_text(*r.shortfall, w) + "\n";
+  return out;
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string render_result_json(const policy::SimResult& r, const policy::Workload& w,
+                               const std::string& indent) {
+  std::string out;
+  const auto key = [&](std::string_view name, const std::string& value) {
+    out += fmt::format("{}{}{}: {}", out.empty() ? "" : ",\n", indent, json_string(name), value);
+  };
+  key("link", json_string(r.link));
+  key("time_scale", fmt::format("{}", r.time_scale));
+  key("budget_bytes", r.budget_bytes == UINT64_MAX ? "null" : fmt::format("{}", r.budget_bytes));
+  key("fits", r.fits ? "true" : "false");
+  key("peak_bytes", fmt::format("{}", r.peak_bytes));
+  key("infinite_memory_peak_bytes", fmt::format("{}", r.infinite_memory_peak_bytes));
+  key("iteration_ns", fmt::format("{}", r.iteration_ns));
+  key("infinite_memory_ns", fmt::format("{}", r.infinite_memory_ns));
+  key("lower_bound_ns", fmt::format("{}", r.lower_bound_ns));
+  key("overhead", fmt::format("{:.6f}", r.overhead()));
+  key("stall_ns", fmt::format("{}", r.stall_ns));
+  key("h2d_bytes", fmt::format("{}", r.h2d_bytes));
+  key("d2h_bytes", fmt::format("{}", r.d2h_bytes));
+  key("evictions", fmt::format("{}", r.evictions));
+  key("forced_evictions", fmt::format("{}", r.forced_evictions));
+  key("prefetches", fmt::format("{}", r.prefetches));
+  key("late_prefetches", fmt::format("{}", r.late_prefetches));
+  key("demand_fetches", fmt::format("{}", r.demand_fetches));
+  if (r.shortfall) {
+    std::string largest;
+    for (uint32_t t : r.shortfall->largest)
+      largest += fmt::format("{}{{\"name\": {}, \"size_bytes\": {}}}", largest.empty() ? "" : ", ",
+                             json_string(w.tensors[t].name), w.tensors[t].size_bytes);
+    key("shortfall",
+        fmt::format("{{\"op\": {}, \"op_name\": {}, \"required_bytes\": {}, \"over_bytes\": {}, "
+                    "\"largest\": [{}]}}",
+                    r.shortfall->op, json_string(w.ops[r.shortfall->op].name),
+                    r.shortfall->required_bytes, r.shortfall->over_bytes, largest));
+  } else {
+    key("shortfall", "null");
+  }
+  return out;
+}
+
+bool write_out(std::FILE* out, const std::string& text) {
+  return std::fwrite(text.data(), 1, text.size(), out) == text.size() && std::fflush(out) == 0;
+}
+
+bool write_file(const std::string& path, const std::string& text, std::string& error) {
+  if (path == "-") {
+    if (write_out(stdout, text)) return true;
+    error = fmt::format("cannot write to stdout: {}", std::strerror(errno));
+    return false;
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (file) file.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (file) file.flush();
+  if (!file) {
+    error = fmt::format("{}: cannot write: {}", path, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cuswap::cli

@@ -1,0 +1,75 @@
+// What `plan`, `simulate`, `compare` and `export` share: the trace, budget,
+// link and time-scale options, loading a trace into a workload, and the
+// formatting of sizes, times and simulation reports.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "policy/planner.h"
+#include "policy/simulator.h"
+#include "tracer/trace.h"
+
+namespace cuswap::cli {
+
+struct PolicyArgs {
+  std::string budget;  // SIZE or PERCENT% of the infinite-memory peak
+  std::string link{policy::kDefaultLink};
+  double time_scale = 1.0;
+  bool duplex_contention = false;
+  int64_t iteration = -1;
+  int device = -2;
+  bool partial = false;
+  CLI::Option* link_option = nullptr;
+  CLI::Option* time_scale_option = nullptr;
+  CLI::Option* budget_option = nullptr;
+};
+
+// Adds --budget, --link, --time-scale, --duplex-contention, --iteration,
+// --device and --partial.
+void add_policy_options(CLI::App* sub, PolicyArgs& args);
+
+struct Loaded {
+  trace::Trace trace;
+  policy::Workload workload;
+  policy::PlanRequest request;
+  bool budget_given = false;
+};
+
+// Imports `file`, builds the workload and parses the options; false with
+// one line in `error`. Without --budget the request's budget is unlimited.
+[[nodiscard]] bool load(const std::string& file, const PolicyArgs& args, Loaded& out,
+                        std::string& error);
+// Parses the options alone against an existing workload (for the peak of
+// a PERCENT% budget).
+[[nodiscard]] bool parse_request(const PolicyArgs& args, const policy::Workload& workload,
+                                 policy::PlanRequest& out, bool& budget_given, std::string& error);
+
+// The plan to simulate: read from `plan_path` (its link and time scale
+// apply unless given on the command line; its budget unless --budget is)
+// or made by the planner named `planner`. false with one line in `error`.
+[[nodiscard]] bool obtain_plan(Loaded& loaded, const PolicyArgs& args, const std::string& plan_path,
+                               const std::string& planner, policy::Plan& plan,
+                               std::vector<policy::ResolvedEntry>& entries, std::string& error);
+
+std::string human_bytes(uint64_t bytes);
+std::string human_ns(int64_t ns);
+std::string describe_link(const policy::Link& link);
+
+// The report of one simulation: text lines, or the members of a JSON object
+// (without braces), with the keys docs/simulator.md lists.
+std::string render_result_text(const policy::SimResult& r, const policy::Workload& workload);
+std::string render_result_json(const policy::SimResult& r, const policy::Workload& workload,
+                               const std::string& indent);
+std::string json_string(std::string_view text);
+// "the budget cannot be met: op … needs … at once, … over; its largest tensors: …"
+std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w);
+
+// Writes `text` to `path` ("-" for stdout); false with one line on failure.
+[[nodiscard]] bool write_file(const std::string& path, const std::string& text, std::string& error);
+[[nodiscard]] bool write_out(std::FILE* out, const std::string& text);
+
+}  // namespace cuswap::cli

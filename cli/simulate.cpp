@@ -1,0 +1,98 @@
+// `cuswap simulate`: a trace and a plan (from a file or a planner) through
+// the simulator; the report as text or one JSON object.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/policy_common.h"
+
+namespace cuswap::cli {
+
+namespace {
+
+struct SimulateOptions {
+  std::string file;
+  std::string plan;
+  std::string planner{policy::kDefaultPlanner};
+  bool json = false;
+  PolicyArgs policy;
+};
+
+std::string header_text(const Loaded& l, const policy::Plan& plan, size_t entries) {
+  const policy::Workload& w = l.workload;
+  std::string out =
+      fmt::format("{}: {} trace, device {}, {} ops and {} tensors in the window\n", l.trace.source,
+                  trace::format_name(l.trace.format), w.device, w.ops.size(), w.tensors.size());
+  for (const std::string& note : w.notes)
+    out += fmt::format("note: {}\n", note);
+  out += fmt::format("plan: {} ({}), {} tensors\n", plan.planner, policy::mode_name(plan.mode),
+                     entries);
+  out += fmt::format("link: {}\n", describe_link(l.request.link));
+  return out;
+}
+
+std::string notes_json(const policy::Workload& w) {
+  std::string out = "[";
+  for (size_t i = 0; i < w.notes.size(); ++i)
+    out += (i ? ", " : "") + json_string(w.notes[i]);
+  return out + "]";
+}
+
+int run_simulate(const SimulateOptions& o, std::FILE* out, std::FILE* err) {
+  Loaded loaded;
+  std::string error;
+  policy::Plan plan;
+  std::vector<policy::ResolvedEntry> entries;
+  if (!load(o.file, o.policy, loaded, error) ||
+      !obtain_plan(loaded, o.policy, o.plan, o.planner, plan, entries, error)) {
+    fmt::print(err, "cuswap: error: {}\n", error);
+    return kExitBadInput;
+  }
+  policy::SimOptions sim = policy::sim_options(loaded.request);
+  const policy::SimResult r = policy::simulate(loaded.workload, plan.mode, entries, sim);
+  std::string text;
+  if (o.json) {
+    const policy::Workload& w = loaded.workload;
+    text = fmt::format(
+        "{{\n  \"source\": {},\n  \"format\": {},\n  \"device\": {},\n  \"iteration\": {},\n"
+        "  \"ops\": {},\n  \"tensors\": {},\n  \"planner\": {},\n  \"mode\": {},\n"
+        "  \"entries\": {},\n{},\n  \"notes\": {}\n}}\n",
+        json_string(loaded.trace.source), json_string(trace::format_name(loaded.trace.format)),
+        w.device, w.iteration == trace::kNoIteration ? "null" : fmt::format("{}", w.iteration),
+        w.ops.size(), w.tensors.size(), json_string(plan.planner),
+        json_string(policy::mode_name(plan.mode)), entries.size(), render_result_json(r, w, "  "),
+        notes_json(w));
+  } else {
+    text = header_text(loaded, plan, entries.size()) + render_result_text(r, loaded.workload);
+  }
+  if (!write_out(out, text)) {
+    fmt::print(err, "cuswap: error: cannot write the output\n");
+    return kExitFailed;
+  }
+  return r.fits ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+Command add_simulate(CLI::App& app) {
+  auto options = std::make_shared<SimulateOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "simulate", "Predict peak memory and iteration time of a trace under a swap plan.");
+  sub->footer(
+      "The plan comes from --plan (a file written by `cuswap plan`) or is made by --planner. "
+      "Exit codes: 0 the plan fits the budget, 1 it does not (the report says by how much and "
+      "what must be resident), 2 bad usage or input (one line on stderr).");
+  sub->add_option("file", options->file, "The trace (any format `cuswap inspect` reads)")
+      ->required();
+  auto* plan = sub->add_option("--plan", options->plan, "A plan file (JSON)");
+  sub->add_option("--planner", options->planner,
+                  "Make the plan with this planner: " + policy::planner_names())
+      ->capture_default_str()
+      ->excludes(plan);
+  sub->add_flag("--json", options->json, "Print one JSON object");
+  add_policy_options(sub, options->policy);
+  return {sub, [options] { return run_simulate(*options, stdout, stderr); }};
+}
+
+}  // namespace cuswap::cli

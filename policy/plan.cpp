@@ -1,0 +1,99 @@
+// Plan identities: building them from a workload and matching them back.
+#include "policy/plan.h"
+
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace cuswap::policy {
+
+std::string_view mode_name(PlanMode mode) {
+  switch (mode) {
+    case PlanMode::scheduled:
+      return "scheduled";
+    case PlanMode::lru:
+      return "lru";
+    case PlanMode::ondemand:
+      return "ondemand";
+  }
+  return "scheduled";
+}
+
+std::optional<PlanMode> parse_mode(std::string_view name) {
+  if (name == "scheduled") return PlanMode::scheduled;
+  if (name == "lru") return PlanMode::lru;
+  if (name == "ondemand") return PlanMode::ondemand;
+  return std::nullopt;
+}
+
+namespace {
+
+OpRef op_ref(const Workload& workload, uint32_t op) {
+  const WorkOp& w = workload.ops[op];
+  return OpRef{w.name, w.ordinal, op};
+}
+
+}  // namespace
+
+PlanEntry make_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
+                     uint32_t prefetch_at, uint32_t next_use, uint32_t group) {
+  const WorkTensor& t = workload.tensors[tensor];
+  PlanEntry e;
+  e.tensor = TensorRef{t.resident_at_start(), t.ordinal, t.size_bytes, workload.device, t.name};
+  e.evict_after = op_ref(workload, evict_after);
+  e.prefetch_at = op_ref(workload, prefetch_at);
+  e.next_use = op_ref(workload, next_use);
+  e.group = group;
+  return e;
+}
+
+bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEntry>& out,
+             std::string& error) {
+  out.clear();
+  std::unordered_map<std::string_view, std::vector<uint32_t>> ops_by_name;
+  for (uint32_t k = 0; k < workload.ops.size(); ++k)
+    ops_by_name[workload.ops[k].name].push_back(k);
+  std::vector<uint32_t> resident, allocated;
+  for (uint32_t t = 0; t < workload.tensors.size(); ++t)
+    (workload.tensors[t].resident_at_start() ? resident : allocated).push_back(t);
+
+  const auto find_op = [&](const OpRef& ref, size_t entry, std::string_view key,
+                           uint32_t& op) -> bool {
+    const auto it = ops_by_name.find(ref.name);
+    if (it == ops_by_name.end() || ref.ordinal >= it->second.size()) {
+      error = fmt::format("entries[{}].{}: no op \"{}\" #{} in the iteration", entry, key, ref.name,
+                          ref.ordinal);
+      return false;
+    }
+    op = it->second[ref.ordinal];
+    return true;
+  };
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const PlanEntry& e = plan.entries[i];
+    const std::vector<uint32_t>& pool = e.tensor.resident_at_start ? resident : allocated;
+    if (e.tensor.ordinal >= pool.size() ||
+        workload.tensors[pool[e.tensor.ordinal]].size_bytes != e.tensor.size_bytes) {
+      error = fmt::format("entries[{}].tensor: no {} tensor #{} of {} bytes in the iteration", i,
+                          e.tensor.resident_at_start ? "resident" : "allocated", e.tensor.ordinal,
+                          e.tensor.size_bytes);
+      return false;
+    }
+    ResolvedEntry r;
+    r.tensor = pool[e.tensor.ordinal];
+    r.group = e.group;
+    if (!find_op(e.evict_after, i, "evict_after", r.evict_after) ||
+        !find_op(e.prefetch_at, i, "prefetch_at", r.prefetch_at) ||
+        !find_op(e.next_use, i, "next_use", r.next_use))
+      return false;
+    if (!(r.evict_after < r.prefetch_at && r.prefetch_at <= r.next_use)) {
+      error = fmt::format(
+          "entries[{}]: expected evict_after < prefetch_at <= next_use, got ops {}, {}, {}", i,
+          r.evict_after, r.prefetch_at, r.next_use);
+      return false;
+    }
+    out.push_back(r);
+  }
+  return true;
+}
+
+}  // namespace cuswap::policy

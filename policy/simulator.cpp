@@ -1,0 +1,432 @@
+// The simulator: ops in order on the compute engine; copies FIFO on their
+// engine; device memory accounted at every change (docs/simulator.md).
+//
+// Note [Memory accounting]
+// A tensor takes device memory from its allocation (the start of its
+// allocating op) to its free (the end of its freeing op). An eviction frees
+// it when the copy out completes; a fetch reserves it when the fetch is
+// issued. Reservations that would exceed the budget wait: a planned
+// prefetch is retried at every later op, an allocation or an on-demand
+// fetch stalls the compute engine until evictions free space, evicting
+// (least recently used first, never what the op itself needs) when nothing
+// is on its way out.
+#include "policy/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+
+namespace cuswap::policy {
+
+int64_t scaled_ns(int64_t duration_ns, double time_scale) {
+  return std::llround(static_cast<double>(duration_ns) * time_scale);
+}
+
+std::vector<int64_t> infinite_memory_starts(const Workload& workload, double time_scale) {
+  std::vector<int64_t> starts(workload.ops.size() + 1, 0);
+  for (size_t k = 0; k < workload.ops.size(); ++k)
+    starts[k + 1] = starts[k] + scaled_ns(workload.ops[k].duration_ns, time_scale);
+  return starts;
+}
+
+std::optional<Shortfall> check_budget(const Workload& workload, uint64_t budget_bytes) {
+  std::optional<Shortfall> worst;
+  std::vector<uint32_t> set;
+  for (uint32_t k = 0; k < workload.ops.size(); ++k) {
+    set = workload.uses_at[k];
+    set.insert(set.end(), workload.allocs_at[k].begin(), workload.allocs_at[k].end());
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    uint64_t bytes = 0;
+    for (uint32_t t : set)
+      bytes += workload.tensors[t].size_bytes;
+    if (bytes <= budget_bytes || (worst && bytes <= worst->required_bytes)) continue;
+    std::sort(set.begin(), set.end(), [&](uint32_t a, uint32_t b) {
+      const uint64_t sa = workload.tensors[a].size_bytes, sb = workload.tensors[b].size_bytes;
+      return sa != sb ? sa > sb : a < b;
+    });
+    if (set.size() > 5) set.resize(5);
+    worst = Shortfall{k, bytes, bytes - budget_bytes, set};
+  }
+  return worst;
+}
+
+namespace {
+
+// Unified memory without hints migrates on faults, a 2 MiB chunk at a time,
+// each fault paying its own service latency on top of the transfer.
+constexpr uint64_t kFaultChunkBytes = 2u << 20;
+constexpr int64_t kFaultLatencyNs = 20'000;
+constexpr uint32_t kNoOpClaim = UINT32_MAX - 1;  // protect_ never holds it
+
+enum class State : uint8_t { absent, resident, evicting, host, fetching };
+
+struct TensorState {
+  State state = State::absent;
+  uint32_t generation = 0;  // bumps cancel the pending copy event
+  int64_t ready_ns = 0;     // when the copy in flight completes
+  uint64_t stamp = 0;       // eviction order key (Note [Memory accounting])
+  int32_t entry = -1;       // the entry whose prefetch is in flight or done
+};
+
+struct Event {
+  int64_t time_ns;
+  uint32_t tensor;
+  uint32_t generation;
+  bool operator>(const Event& o) const {
+    return std::tie(time_ns, tensor) > std::tie(o.time_ns, o.tensor);
+  }
+};
+using EventQueue = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
+
+class Simulation {
+ public:
+  Simulation(const Workload& w, PlanMode mode, const std::vector<ResolvedEntry>& entries,
+             const SimOptions& options)
+      : w_(w),
+        mode_(mode),
+        entries_(entries),
+        o_(options),
+        state_(w.tensors.size()),
+        protect_(w.tensors.size(), UINT32_MAX) {
+    r_.link = options.link.name;
+    r_.time_scale = options.time_scale;
+    r_.budget_bytes = options.budget_bytes;
+    r_.entry_late_ns.assign(entries.size(), 0);
+    for (uint32_t i = 0; i < entries.size(); ++i) {
+      const ResolvedEntry& e = entries[i];
+      evict_groups_[{e.evict_after, e.group, e.prefetch_at}].push_back(i);
+      prefetch_groups_[{e.prefetch_at, e.group, e.evict_after}].push_back(i);
+    }
+  }
+
+  SimResult run() {
+    int64_t t = 0;
+    for (uint32_t x = 0; x < w_.tensors.size(); ++x) {
+      if (!w_.tensors[x].resident_at_start()) continue;
+      t = reserve(w_.tensors[x].size_bytes, t, kNoOpClaim);
+      set_state(x, State::resident, ++clock_);
+      add_memory(t, static_cast<int64_t>(w_.tensors[x].size_bytes));
+    }
+    const int64_t setup_ns = t;  // forced evictions before the first op
+    for (uint32_t k = 0; k < w_.ops.size(); ++k) {
+      for (uint32_t x : w_.allocs_at[k])
+        protect_[x] = k;
+      for (uint32_t x : w_.uses_at[k])
+        protect_[x] = k;
+      process_until(t);
+      issue_prefetches(k, t);
+      const int64_t ready = t;
+      int64_t start = t;
+      for (uint32_t x : w_.allocs_at[k]) {
+        start = reserve(w_.tensors[x].size_bytes, start, k);
+        set_state(x, State::resident, ++clock_);
+        add_memory(start, static_cast<int64_t>(w_.tensors[x].size_bytes));
+      }
+      for (uint32_t x : w_.uses_at[k])
+        start = std::max(start, make_resident(x, start, k));
+      r_.stall_ns += start - ready;
+      const int64_t end = start + scaled_ns(w_.ops[k].duration_ns, o_.time_scale);
+      if (o_.record_timeline) r_.ops.push_back({k, start, end});
+      for (uint32_t x : w_.uses_at[k])
+        if (state_[x].state == State::resident && mode_ != PlanMode::ondemand) touch(x);
+      t = end;
+      process_until(t);
+      for (uint32_t x : w_.frees_after[k])
+        free_tensor(x, t);
+      evict_planned(k, t);
+    }
+    r_.stall_ns += setup_ns;
+    r_.iteration_ns = std::max(t, last_copy_end_);
+    finish();
+    return std::move(r_);
+  }
+
+ private:
+  using GroupKey = std::tuple<uint32_t, uint32_t, uint32_t>;
+
+  void add_memory(int64_t time_ns, int64_t delta) {
+    used_ = static_cast<uint64_t>(static_cast<int64_t>(used_) + delta);
+    r_.peak_bytes = std::max(r_.peak_bytes, used_);
+    if (o_.record_timeline) {
+      if (!r_.memory.empty() && r_.memory.back().time_ns == time_ns)
+        r_.memory.back().bytes = used_;
+      else
+        r_.memory.push_back({time_ns, used_});
+    }
+  }
+
+  void set_state(uint32_t x, State s, uint64_t stamp) {
+    TensorState& ts = state_[x];
+    if (ts.state == State::resident) lru_.erase({ts.stamp, x});
+    ts.state = s;
+    if (s == State::resident) {
+      ts.stamp = stamp;
+      lru_.insert({ts.stamp, x});
+    }
+  }
+  void touch(uint32_t x) { set_state(x, State::resident, ++clock_); }
+
+  // Applies the copy completions up to `time_ns`, in time order.
+  void process_until(int64_t time_ns) {
+    for (;;) {
+      EventQueue* q = next_queue();
+      if (q == nullptr || q->top().time_ns > time_ns) return;
+      const Event e = q->top();
+      q->pop();
+      TensorState& ts = state_[e.tensor];
+      if (ts.generation != e.generation) continue;
+      if (ts.state == State::evicting) {
+        ts.state = State::host;
+        add_memory(e.time_ns, -static_cast<int64_t>(w_.tensors[e.tensor].size_bytes));
+      } else if (ts.state == State::fetching) {
+        set_state(e.tensor, State::resident, mode_ == PlanMode::ondemand ? ++clock_ : clock_);
+      }
+    }
+  }
+
+  // The queue whose next event comes first (evictions first at a tie).
+  EventQueue* next_queue() {
+    if (evictions_.empty()) return fetches_.empty() ? nullptr : &fetches_;
+    if (fetches_.empty()) return &evictions_;
+    return fetches_.top().time_ns < evictions_.top().time_ns ? &fetches_ : &evictions_;
+  }
+
+  int64_t copy(bool to_device, uint64_t bytes, int64_t ready_ns, uint32_t first, uint32_t count,
+               bool on_demand) {
+    int64_t& engine =
+        o_.link.duplex_contention ? shared_free_ : (to_device ? h2d_free_ : d2h_free_);
+    const int64_t start = std::max(ready_ns, engine);
+    int64_t duration = o_.link.copy_ns(bytes);
+    if (to_device && on_demand && mode_ == PlanMode::ondemand)
+      duration += static_cast<int64_t>((bytes + kFaultChunkBytes - 1) / kFaultChunkBytes) *
+                      kFaultLatencyNs -
+                  o_.link.latency_ns;
+    const int64_t end = start + duration;
+    engine = end;
+    last_copy_end_ = std::max(last_copy_end_, end);
+    (to_device ? r_.h2d_bytes : r_.d2h_bytes) += bytes;
+    if (o_.record_timeline)
+      r_.copies.push_back({first, count, bytes, start, end, to_device, on_demand});
+    return end;
+  }
+
+  void start_eviction(uint32_t x, int64_t end_ns) {
+    TensorState& ts = state_[x];
+    set_state(x, State::evicting, 0);
+    ts.ready_ns = end_ns;
+    ++ts.generation;
+    evictions_.push({end_ns, x, ts.generation});
+    ++r_.evictions;
+  }
+
+  // Reserves `bytes` at or after `time_ns` for op k; returns when it got them.
+  int64_t reserve(uint64_t bytes, int64_t time_ns, uint32_t k) {
+    int64_t t = time_ns;
+    for (;;) {
+      process_until(t);
+      if (used_ + bytes <= o_.budget_bytes) return t;
+      if (!evictions_.empty()) {  // space is on its way: wait for it
+        t = std::max(t, evictions_.top().time_ns);
+        continue;
+      }
+      // Nothing on its way out: evict what the op does not need.
+      const uint32_t victim = choose_victim(k);
+      if (victim != kNoVictim) {
+        const uint32_t x = victim;
+        state_[x].entry = -1;
+        const int64_t end = copy(false, w_.tensors[x].size_bytes, t, x, 1, false);
+        start_eviction(x, end);
+        ++r_.forced_evictions;
+        continue;
+      }
+      if (!fetches_.empty()) {  // fetches in flight land, then become evictable
+        t = std::max(t, fetches_.top().time_ns);
+        continue;
+      }
+      r_.fits = false;  // Note [Infeasible budgets]
+      return t;
+    }
+  }
+
+  // What to evict under pressure at op k, never what k needs. Reactive
+  // modes take the least recently used (lru) or the oldest fetched
+  // (ondemand); a scheduled plan's overflow takes the tensor used again
+  // last, or never, which costs the fewest fetches back (Belady).
+  static constexpr uint32_t kNoVictim = UINT32_MAX;
+  uint32_t choose_victim(uint32_t k) const {
+    if (mode_ != PlanMode::scheduled) {
+      for (const auto& [stamp, x] : lru_)
+        if (protect_[x] != k) return x;
+      return kNoVictim;
+    }
+    uint32_t best = kNoVictim;
+    uint32_t best_next = 0;
+    for (const auto& [stamp, x] : lru_) {
+      if (protect_[x] == k) continue;
+      const std::vector<uint32_t>& uses = w_.tensors[x].uses;
+      const auto next = std::upper_bound(uses.begin(), uses.end(), k);
+      const uint32_t next_use = next == uses.end() ? UINT32_MAX : *next;
+      if (best == kNoVictim || next_use > best_next) best = x, best_next = next_use;
+      if (best_next == UINT32_MAX) break;
+    }
+    return best;
+  }
+
+  // Makes tensor x resident for op k; returns when it is.
+  int64_t make_resident(uint32_t x, int64_t time_ns, uint32_t k) {
+    TensorState& ts = state_[x];
+    switch (ts.state) {
+      case State::resident:
+      case State::absent:
+        return time_ns;
+      case State::evicting:  // still on the device: keep it
+        ++ts.generation;
+        set_state(x, State::resident, ++clock_);
+        return time_ns;
+      case State::fetching: {
+        const int64_t wait = std::max<int64_t>(0, ts.ready_ns - time_ns);
+        if (wait > 0 && ts.entry >= 0) {
+          r_.entry_late_ns[static_cast<size_t>(ts.entry)] += wait;
+          ++r_.late_prefetches;
+        }
+        return ts.ready_ns;
+      }
+      case State::host: {
+        const uint64_t size = w_.tensors[x].size_bytes;
+        const int64_t t = reserve(size, time_ns, k);
+        add_memory(t, static_cast<int64_t>(size));
+        const int64_t end = copy(true, size, t, x, 1, true);
+        ++r_.demand_fetches;
+        if (ts.entry >= 0) {
+          r_.entry_late_ns[static_cast<size_t>(ts.entry)] += end - time_ns;
+          ++r_.late_prefetches;
+        }
+        ts.state = State::fetching;
+        ts.ready_ns = end;
+        ++ts.generation;
+        fetches_.push({end, x, ts.generation});
+        return end;
+      }
+    }
+    return time_ns;
+  }
+
+  void issue_prefetches(uint32_t k, int64_t t) {
+    for (auto it = prefetch_groups_.lower_bound({k, 0, 0});
+         it != prefetch_groups_.end() && std::get<0>(it->first) == k; ++it)
+      deferred_.push_back(it->first);
+    std::vector<GroupKey> still;
+    for (const GroupKey& key : deferred_) {
+      uint64_t bytes = 0;
+      int64_t ready = t;
+      std::vector<uint32_t> moving;
+      for (uint32_t i : prefetch_groups_[key]) {
+        const uint32_t x = entries_[i].tensor;
+        TensorState& ts = state_[x];
+        if (ts.state == State::evicting) {  // not out yet: keep it
+          ++ts.generation;
+          set_state(x, State::resident, ++clock_);
+        } else if (ts.state == State::host) {
+          bytes += w_.tensors[x].size_bytes;
+          moving.push_back(i);
+        }
+      }
+      if (moving.empty()) continue;
+      if (used_ + bytes > o_.budget_bytes) {
+        still.push_back(key);
+        continue;
+      }
+      add_memory(t, static_cast<int64_t>(bytes));
+      const int64_t end = copy(true, bytes, ready, entries_[moving[0]].tensor,
+                               static_cast<uint32_t>(moving.size()), false);
+      for (uint32_t i : moving) {
+        TensorState& ts = state_[entries_[i].tensor];
+        ts.state = State::fetching;
+        ts.ready_ns = end;
+        ts.entry = static_cast<int32_t>(i);
+        ++ts.generation;
+        fetches_.push({end, entries_[i].tensor, ts.generation});
+        ++r_.prefetches;
+      }
+    }
+    deferred_ = std::move(still);
+  }
+
+  void free_tensor(uint32_t x, int64_t t) {
+    TensorState& ts = state_[x];
+    const State s = ts.state;
+    ++ts.generation;
+    set_state(x, State::absent, 0);
+    if (s == State::resident || s == State::evicting || s == State::fetching)
+      add_memory(t, -static_cast<int64_t>(w_.tensors[x].size_bytes));
+  }
+
+  void evict_planned(uint32_t k, int64_t t) {
+    for (auto it = evict_groups_.lower_bound({k, 0, 0});
+         it != evict_groups_.end() && std::get<0>(it->first) == k; ++it) {
+      uint64_t bytes = 0;
+      std::vector<uint32_t> moving;
+      for (uint32_t i : it->second) {
+        const uint32_t x = entries_[i].tensor;
+        if (state_[x].state != State::resident || w_.tensors[x].free_op == k) continue;
+        bytes += w_.tensors[x].size_bytes;
+        moving.push_back(x);
+        state_[x].entry = static_cast<int32_t>(i);
+      }
+      if (moving.empty()) continue;
+      const int64_t end =
+          copy(false, bytes, t, moving[0], static_cast<uint32_t>(moving.size()), false);
+      for (uint32_t x : moving)
+        start_eviction(x, end);
+    }
+  }
+
+  void finish() {
+    const std::vector<int64_t> starts = infinite_memory_starts(w_, o_.time_scale);
+    r_.infinite_memory_ns = starts.back();
+    const std::vector<uint64_t> live = live_bytes_per_op(w_);
+    r_.infinite_memory_peak_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+    const double bw = o_.link.bandwidth_bytes_per_s;
+    const auto ns = [&](uint64_t bytes) {
+      return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e9 / bw));
+    };
+    const int64_t link_ns = o_.link.duplex_contention
+                                ? ns(r_.h2d_bytes + r_.d2h_bytes)
+                                : std::max(ns(r_.h2d_bytes), ns(r_.d2h_bytes));
+    r_.lower_bound_ns = std::max(r_.infinite_memory_ns, link_ns);
+    r_.iteration_ns = std::max(r_.iteration_ns, r_.lower_bound_ns);
+    r_.shortfall = check_budget(w_, o_.budget_bytes);
+    if (r_.shortfall) r_.fits = false;
+    if (r_.peak_bytes > o_.budget_bytes) r_.fits = false;
+  }
+
+  const Workload& w_;
+  PlanMode mode_;
+  const std::vector<ResolvedEntry>& entries_;
+  SimOptions o_;
+  SimResult r_;
+  std::vector<TensorState> state_;
+  std::vector<uint32_t> protect_;                // op that last claimed the tensor
+  std::set<std::pair<uint64_t, uint32_t>> lru_;  // resident tensors by stamp
+  EventQueue evictions_, fetches_;
+  std::map<GroupKey, std::vector<uint32_t>> evict_groups_, prefetch_groups_;
+  std::vector<GroupKey> deferred_;
+  uint64_t used_ = 0;
+  uint64_t clock_ = 0;
+  int64_t h2d_free_ = 0, d2h_free_ = 0, shared_free_ = 0, last_copy_end_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const Workload& workload, PlanMode mode,
+                   const std::vector<ResolvedEntry>& entries, const SimOptions& options) {
+  // Tensors resident at start are on the device when the iteration begins.
+  Simulation sim(workload, mode, entries, options);
+  return sim.run();
+}
+
+}  // namespace cuswap::policy

@@ -1,0 +1,102 @@
+// Replays one iteration and a plan on a model of one device: one compute
+// engine running the ops in trace order, and two copy engines (H2D, D2H)
+// on a link with a bandwidth and a per-copy latency (docs/simulator.md).
+//
+// Invariants of a result:
+// - device bytes never exceed the budget unless the budget is infeasible
+//   (Note [Infeasible budgets]); then `fits` is false and `shortfall` says
+//   by how much, at which op, and what the op needed;
+// - iteration_ns >= infinite_memory_ns and >= lower_bound_ns;
+// - the same inputs give the same result (no clocks, no hashing of pointers).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/link.h"
+#include "policy/plan.h"
+#include "policy/workload.h"
+
+namespace cuswap::policy {
+
+struct SimOptions {
+  uint64_t budget_bytes = UINT64_MAX;
+  Link link;
+  double time_scale = 1.0;       // op durations are multiplied by it
+  bool record_timeline = false;  // fill SimResult's spans, copies and memory samples
+};
+
+// Note [Infeasible budgets]
+// While op k runs, the tensors it allocates and the tensors it uses must be
+// on the device together; everything else can be moved out, given time. So
+// a budget is feasible exactly when, for every op, that set fits. When it
+// does not, the simulator lets the op over-commit (and says so) rather than
+// stopping, so the rest of the iteration is still reported.
+struct Shortfall {
+  uint32_t op = 0;                // the op whose set is largest
+  uint64_t required_bytes = 0;    // its allocated + used bytes
+  uint64_t over_bytes = 0;        // required - budget
+  std::vector<uint32_t> largest;  // its tensors, largest first (up to 5)
+};
+
+// The op needing the most bytes at once, or nullopt when every op fits.
+std::optional<Shortfall> check_budget(const Workload& workload, uint64_t budget_bytes);
+
+struct OpSpan {
+  uint32_t op = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+struct CopySpan {
+  uint32_t tensor = 0;   // the first tensor of the copy
+  uint32_t tensors = 1;  // how many it moves
+  uint64_t bytes = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  bool to_device = false;
+  bool on_demand = false;  // a fetch the op waited for, not a planned prefetch
+};
+struct MemorySample {
+  int64_t time_ns = 0;
+  uint64_t bytes = 0;  // device bytes in use (and reserved for copies in flight) from then
+};
+
+struct SimResult {
+  std::string link;
+  double time_scale = 1.0;
+  uint64_t budget_bytes = 0;
+  uint64_t peak_bytes = 0;
+  uint64_t infinite_memory_peak_bytes = 0;
+  int64_t iteration_ns = 0;
+  int64_t infinite_memory_ns = 0;
+  int64_t lower_bound_ns = 0;
+  int64_t stall_ns = 0;  // time the compute engine waited
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;
+  uint32_t evictions = 0;         // tensors copied out
+  uint32_t prefetches = 0;        // tensors fetched by a planned prefetch
+  uint32_t demand_fetches = 0;    // tensors fetched because an op needed them
+  uint32_t forced_evictions = 0;  // evictions the plan did not ask for (budget pressure)
+  uint32_t late_prefetches = 0;   // planned prefetches an op waited for
+  bool fits = true;
+  std::optional<Shortfall> shortfall;
+  std::vector<int64_t> entry_late_ns;  // per resolved entry: how long its next use waited
+  std::vector<OpSpan> ops;
+  std::vector<CopySpan> copies;
+  std::vector<MemorySample> memory;
+
+  double overhead() const {
+    return infinite_memory_ns > 0
+               ? static_cast<double>(iteration_ns - infinite_memory_ns) / infinite_memory_ns
+               : 0.0;
+  }
+};
+
+SimResult simulate(const Workload& workload, PlanMode mode,
+                   const std::vector<ResolvedEntry>& entries, const SimOptions& options);
+
+// The op durations scaled, as the simulator runs them.
+int64_t scaled_ns(int64_t duration_ns, double time_scale);
+// Each op's start on the compute engine when nothing waits (prefix sums).
+std::vector<int64_t> infinite_memory_starts(const Workload& workload, double time_scale);
+
+}  // namespace cuswap::policy

@@ -1,0 +1,228 @@
+// Trace -> Workload: pick the device and the iteration, serialise the ops on
+// one compute engine, and turn every tensor's times into op indices.
+//
+// Note [Which iteration]
+// The first iteration of a run warms up (allocator growth, autotuning) and
+// the last one may be cut short by the capture, so with several iterations
+// the window is the middle one (index size/2: the second of two). A trace
+// without iteration marks is one window. Which one was used is a note.
+//
+// Note [The loss point]
+// A training step's live memory grows through the forward pass (feature
+// maps kept for the backward pass) and falls through the backward pass, so
+// the first op at which live bytes reach their peak separates the two. The
+// definition needs no op names, so it holds for every source; for a trace of
+// inference or of a single layer it still names a split point.
+#include "policy/workload.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace cuswap::policy {
+
+void Workload::index() {
+  const size_t n = ops.size();
+  allocs_at.assign(n, {});
+  uses_at.assign(n, {});
+  frees_after.assign(n, {});
+  for (uint32_t t = 0; t < tensors.size(); ++t) {
+    const WorkTensor& tensor = tensors[t];
+    if (!tensor.resident_at_start() && tensor.alloc_op < n) allocs_at[tensor.alloc_op].push_back(t);
+    for (uint32_t u : tensor.uses)
+      uses_at[u].push_back(t);
+    if (tensor.free_op < n) frees_after[tensor.free_op].push_back(t);
+  }
+}
+
+namespace {
+
+// The device with the most bytes of device tensors, or -1 where there are none.
+int busiest_device(const trace::Trace& trace) {
+  std::map<int, uint64_t> bytes;
+  for (const trace::Tensor& t : trace.tensors)
+    if (t.space == trace::MemorySpace::device) bytes[t.device] += t.size_bytes;
+  int best = -1;
+  uint64_t best_bytes = 0;
+  for (const auto& [device, total] : bytes)
+    if (best == -1 || total > best_bytes) best = device, best_bytes = total;
+  return best;
+}
+
+}  // namespace
+
+bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, Workload& out,
+                    std::string& error) {
+  out = Workload{};
+  out.source = trace.source;
+  if (trace.ops.empty()) {
+    error = fmt::format("{}: the trace has no ops to plan", trace.source);
+    return false;
+  }
+  // Device and memory space.
+  const int busiest = busiest_device(trace);
+  if (options.device >= -1) {
+    out.device = options.device;
+  } else if (busiest >= 0) {
+    out.device = busiest;
+  } else {
+    out.device = -1;
+  }
+  out.host_as_device = busiest < 0;
+  if (out.host_as_device)
+    out.notes.push_back(
+        "no device tensors: host tensors stand in for device memory "
+        "(a CPU capture)");
+  const auto in_space = [&](const trace::Tensor& t) {
+    if (out.host_as_device) return t.space == trace::MemorySpace::host;
+    return t.space == trace::MemorySpace::device && t.device == out.device;
+  };
+
+  // The window (Note [Which iteration]).
+  uint32_t first_op = 0;
+  auto end_op = static_cast<uint32_t>(trace.ops.size());
+  int64_t window_start_ns = INT64_MIN;
+  int64_t window_end_ns = INT64_MAX;
+  if (!trace.iterations.empty()) {
+    size_t chosen = trace.iterations.size() / 2;
+    if (options.iteration >= 0) {
+      if (static_cast<size_t>(options.iteration) >= trace.iterations.size()) {
+        error = fmt::format("{}: iteration {} asked for, the trace has {}", trace.source,
+                            options.iteration, trace.iterations.size());
+        return false;
+      }
+      chosen = static_cast<size_t>(options.iteration);
+    }
+    const trace::Iteration& it = trace.iterations[chosen];
+    first_op = it.first_op;
+    end_op = it.end_op;
+    window_start_ns = it.start_ns;
+    window_end_ns = it.end_ns;
+    out.iteration = static_cast<uint32_t>(chosen);
+    out.notes.push_back(fmt::format("iteration {} of {} planned", chosen, trace.iterations.size()));
+  } else if (options.iteration > 0) {
+    error = fmt::format("{}: iteration {} asked for, the trace marks none", trace.source,
+                        options.iteration);
+    return false;
+  }
+
+  // Ops: those of the device where it has any in the window, else all.
+  bool device_has_ops = false;
+  if (!out.host_as_device)
+    for (uint32_t i = first_op; i < end_op; ++i)
+      device_has_ops |= trace.ops[i].device == out.device;
+  std::vector<uint32_t> window_index(trace.ops.size(), trace::kNoOp);
+  std::vector<int64_t> starts_ns, ends_ns;
+  std::map<std::pair<int, uint32_t>, int64_t> lane_end_ns;
+  std::map<std::string_view, uint32_t> ordinals;
+  for (uint32_t i = first_op; i < end_op; ++i) {
+    const trace::Op& op = trace.ops[i];
+    if (device_has_ops && op.device != out.device) continue;
+    const int64_t end_ns = op.start_ns + op.duration_ns;
+    int64_t& lane_end = lane_end_ns[{op.device, op.stream}];
+    const int64_t own_ns = std::max<int64_t>(0, end_ns - std::max(op.start_ns, lane_end));
+    lane_end = std::max(lane_end, end_ns);
+    window_index[i] = static_cast<uint32_t>(out.ops.size());
+    WorkOp w;
+    w.trace_index = i;
+    w.name = op.name;
+    w.type = op.type;
+    w.ordinal = ordinals[op.name]++;
+    w.duration_ns = own_ns;
+    out.ops.push_back(std::move(w));
+    starts_ns.push_back(op.start_ns);
+    ends_ns.push_back(end_ns);
+  }
+  if (out.ops.empty()) {
+    error = fmt::format("{}: no ops in the chosen window", trace.source);
+    return false;
+  }
+  const auto n = static_cast<uint32_t>(out.ops.size());
+  // The op during which (or just before which) a time falls.
+  const auto op_at = [&](int64_t time_ns) -> uint32_t {
+    auto j = static_cast<int64_t>(std::upper_bound(starts_ns.begin(), starts_ns.end(), time_ns) -
+                                  starts_ns.begin()) -
+             1;
+    if (j < 0) return 0;
+    if (time_ns >= ends_ns[static_cast<size_t>(j)] && static_cast<uint32_t>(j) + 1 < n) ++j;
+    return static_cast<uint32_t>(j);
+  };
+  // The last op that starts before a time.
+  const auto last_before = [&](int64_t time_ns) -> int64_t {
+    return static_cast<int64_t>(std::lower_bound(starts_ns.begin(), starts_ns.end(), time_ns) -
+                                starts_ns.begin()) -
+           1;
+  };
+
+  uint32_t resident_ordinal = 0, alloc_ordinal = 0;
+  for (uint32_t ti = 0; ti < trace.tensors.size(); ++ti) {
+    const trace::Tensor& t = trace.tensors[ti];
+    if (!in_space(t) || t.size_bytes == 0) continue;
+    const bool before = t.persistent || t.alloc_ns < window_start_ns;
+    if (!before && t.alloc_ns >= window_end_ns) continue;
+    if (t.free_ns && *t.free_ns <= window_start_ns && !t.persistent) continue;
+    WorkTensor w;
+    w.trace_index = ti;
+    w.name = t.name;
+    w.size_bytes = t.size_bytes;
+    if (t.producer != trace::kNoOp) w.producer = window_index[t.producer];
+    if (before) {
+      w.alloc_op = kResidentAtStart;
+      w.ordinal = resident_ordinal++;
+    } else {
+      w.alloc_op = w.producer != trace::kNoOp ? w.producer : op_at(t.alloc_ns);
+      w.ordinal = alloc_ordinal++;
+    }
+    const uint32_t floor_op = w.resident_at_start() ? 0 : w.alloc_op;
+    if (!t.free_ns || *t.free_ns >= window_end_ns) {
+      w.free_op = n;
+    } else {
+      w.free_op = static_cast<uint32_t>(std::max<int64_t>(last_before(*t.free_ns), floor_op));
+    }
+    size_t touched = 0;  // accesses other than the producer
+    for (uint32_t a : t.accesses) {
+      const uint32_t k = window_index[a];
+      if (k == trace::kNoOp) continue;
+      w.uses.push_back(k);
+      if (a != t.producer) ++touched;
+    }
+    if (!w.resident_at_start()) w.uses.push_back(w.alloc_op);
+    if (touched == 0 && w.free_op < n) w.uses.push_back(w.free_op);
+    std::sort(w.uses.begin(), w.uses.end());
+    w.uses.erase(std::unique(w.uses.begin(), w.uses.end()), w.uses.end());
+    // Keep the invariant alloc_op <= uses <= free_op where the source's
+    // times and accesses disagree slightly.
+    std::erase_if(w.uses, [&](uint32_t u) { return u < floor_op; });
+    if (!w.uses.empty() && w.uses.back() > w.free_op) w.free_op = std::min(w.uses.back(), n);
+    out.tensors.push_back(std::move(w));
+  }
+  out.index();
+  return true;
+}
+
+std::vector<uint64_t> live_bytes_per_op(const Workload& workload) {
+  const size_t n = workload.ops.size();
+  std::vector<int64_t> delta(n + 1, 0);
+  for (const WorkTensor& t : workload.tensors) {
+    const uint32_t from = t.resident_at_start() ? 0 : t.alloc_op;
+    const auto size = static_cast<int64_t>(t.size_bytes);
+    delta[from] += size;
+    if (t.free_op < n) delta[t.free_op + 1] -= size;
+  }
+  std::vector<uint64_t> live(n, 0);
+  int64_t running = 0;
+  for (size_t k = 0; k < n; ++k) {
+    running += delta[k];
+    live[k] = static_cast<uint64_t>(running);
+  }
+  return live;
+}
+
+uint32_t loss_point(const Workload& workload) {
+  const std::vector<uint64_t> live = live_bytes_per_op(workload);
+  return static_cast<uint32_t>(std::max_element(live.begin(), live.end()) - live.begin());
+}
+
+}  // namespace cuswap::policy

@@ -1,0 +1,92 @@
+// The view of a Trace that planners and the simulator work on: one
+// iteration of one device, as a sequence of ops on one compute engine and
+// the tensors that live during it, every time expressed as an op index.
+//
+// Glossary (policy/ words; tracer/trace.h has the rest):
+// - window: the ops of the chosen iteration (Note [Which iteration]).
+// - use: an op of the window that touches a tensor. Its allocation counts as
+//   a use; where the source gives only the producer and the free, the op
+//   that ends last before the free counts as the last use.
+// - resident at start: a tensor allocated before the window (weights,
+//   optimizer state, a previous iteration's leftovers). It is live from the
+//   window's start.
+// - forward pass: the ops before the loss point, the op at which the live
+//   bytes of the window first reach their peak (Note [The loss point]).
+//
+// Invariants:
+// - ops are in trace order; an op's duration_ns is its own time on the
+//   compute engine, with time spent inside an enclosing op of the same lane
+//   (a PyTorch aten::conv2d around aten::convolution) counted once;
+// - for every tensor, alloc_op <= every use <= free_op (alloc_op is
+//   kResidentAtStart for tensors resident at start; free_op is ops.size()
+//   for tensors still live at the window's end); uses are sorted and unique;
+// - allocs_at / uses_at / frees_after index tensors by op.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracer/trace.h"
+
+namespace cuswap::policy {
+
+inline constexpr uint32_t kResidentAtStart = UINT32_MAX;
+
+struct WorkOp {
+  uint32_t trace_index = 0;
+  std::string name;  // the op's name (kernel name for .cst traces)
+  std::string type;
+  uint32_t ordinal = 0;     // among the window's ops of the same name
+  int64_t duration_ns = 0;  // unscaled, as captured
+};
+
+struct WorkTensor {
+  uint32_t trace_index = trace::kNoOp;  // kNoOp for tensors made up (batch scaling)
+  std::string name;
+  uint64_t size_bytes = 0;
+  uint32_t alloc_op = kResidentAtStart;
+  uint32_t free_op = 0;              // freed when this op ends; ops.size(): live at the end
+  std::vector<uint32_t> uses;        // sorted, unique op indices
+  uint32_t ordinal = 0;              // allocation ordinal among the window's tensors of the
+                                     // same kind (resident at start, or allocated in it)
+  uint32_t producer = trace::kNoOp;  // window op that produced it, where known
+  bool resident_at_start() const { return alloc_op == kResidentAtStart; }
+};
+
+struct Workload {
+  std::string source;
+  int device = 0;
+  bool host_as_device = false;  // captured on a CPU: host tensors stand in for device ones
+  uint32_t iteration = trace::kNoIteration;  // the trace's iteration index, or none
+  std::vector<WorkOp> ops;
+  std::vector<WorkTensor> tensors;
+  std::vector<std::vector<uint32_t>> allocs_at;    // per op: tensors allocated at its start
+  std::vector<std::vector<uint32_t>> uses_at;      // per op: tensors it uses
+  std::vector<std::vector<uint32_t>> frees_after;  // per op: tensors freed when it ends
+  std::vector<std::string> notes;                  // how the window was chosen, one line each
+
+  // Fills allocs_at / uses_at / frees_after from tensors (after edits).
+  void index();
+};
+
+struct WorkloadOptions {
+  int device = -2;  // -2: the device holding the most device bytes
+  // -1: Note [Which iteration]; otherwise the trace's iteration index
+  int64_t iteration = -1;
+};
+
+// Builds the view; false with one line in `error` when the trace has no
+// ops or the requested device/iteration does not exist.
+[[nodiscard]] bool build_workload(const trace::Trace& trace, const WorkloadOptions& options,
+                                  Workload& out, std::string& error);
+
+// Live bytes at each op (while it runs) when nothing is moved, and the peak.
+std::vector<uint64_t> live_bytes_per_op(const Workload& workload);
+
+// Note [The loss point]: the first op at which live bytes reach their peak;
+// the forward pass is the ops before it.
+uint32_t loss_point(const Workload& workload);
+
+}  // namespace cuswap::policy

@@ -1,0 +1,199 @@
+// Planners on hand-checkable traces (chain.h): which tensors, which ops.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "policy/planner.h"
+#include "tests/policy/chain.h"
+
+namespace cuswap::policy::test {
+namespace {
+
+Workload build(const trace::Trace& trace) {
+  Workload w;
+  std::string error;
+  EXPECT_TRUE(build_workload(trace, {}, w, error)) << error;
+  return w;
+}
+
+PlanRequest request(uint64_t budget, Link link = test_link()) {
+  PlanRequest r;
+  r.budget_bytes = budget;
+  r.link = link;
+  return r;
+}
+
+TEST(Planners, RegistryFindsEveryPlanner) {
+  EXPECT_EQ(planner_names(), "cuswap, seed, vdnn, capuchin, lru, ondemand");
+  for (const Planner* p : all_planners())
+    EXPECT_EQ(find_planner(p->name()), p);
+  EXPECT_EQ(find_planner("nope"), nullptr);
+}
+
+TEST(Planners, ChainLossPointAndGaps) {
+  const Workload w = build(training_chain());
+  EXPECT_EQ(loss_point(w), 3u);
+  EXPECT_EQ(live_bytes_per_op(w),
+            (std::vector<uint64_t>{1000, 2000, 3000, 4000, 4000, 4000, 3000, 2000, 1000}));
+}
+
+TEST(Seed, TakesTheLongestLivedFeatureMapFirst) {
+  const Workload w = build(training_chain());
+  // Budget 3000: taking x0 out over f2..b2 brings every op to <= 3000.
+  const Plan plan = find_planner("seed")->plan(w, request(3000));
+  ASSERT_EQ(plan.entries.size(), 1u);
+  const PlanEntry& e = plan.entries[0];
+  EXPECT_EQ(e.tensor.name, "x0");
+  EXPECT_FALSE(e.tensor.resident_at_start);
+  EXPECT_EQ(e.tensor.ordinal, 0u);
+  EXPECT_EQ(e.tensor.size_bytes, 1000u);
+  EXPECT_EQ(e.evict_after.name, "f1");
+  EXPECT_EQ(e.next_use.name, "b0");
+  // The copy takes 1 us: the latest op that leaves it before b0 is b1.
+  EXPECT_EQ(e.prefetch_at.name, "b1");
+  EXPECT_EQ(e.prefetch_at.index, 7u);
+}
+
+TEST(Seed, TakesBothWhenTheBudgetIsTighter) {
+  const Workload w = build(training_chain());
+  const Plan plan = find_planner("seed")->plan(w, request(2000));
+  ASSERT_EQ(plan.entries.size(), 2u);
+  EXPECT_EQ(plan.entries[0].tensor.name, "x0");
+  EXPECT_EQ(plan.entries[1].tensor.name, "x1");
+  EXPECT_EQ(plan.entries[1].evict_after.name, "f2");
+  EXPECT_EQ(plan.entries[1].prefetch_at.name, "b2");
+}
+
+TEST(Seed, NothingWhenTheBudgetFits) {
+  const Workload w = build(training_chain());
+  EXPECT_TRUE(find_planner("seed")->plan(w, request(4000)).entries.empty());
+  EXPECT_TRUE(find_planner("cuswap")->plan(w, request(4000)).entries.empty());
+}
+
+TEST(Cuswap, FitsWithoutStallWhenTheCopiesHide) {
+  const Workload w = build(training_chain());
+  const PlanOutcome out = plan_and_simulate(*find_planner("cuswap"), w, request(3000));
+  EXPECT_FALSE(out.plan.entries.empty());
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_LE(out.result.peak_bytes, 3000u);
+  EXPECT_EQ(out.result.stall_ns, 0);
+  EXPECT_EQ(out.result.iteration_ns, out.result.infinite_memory_ns);
+  ASSERT_TRUE(out.plan.predicted.has_value());
+  EXPECT_EQ(out.plan.predicted->peak_bytes, out.result.peak_bytes);
+}
+
+TEST(Cuswap, NoSlowerThanSeedOnTheChain) {
+  const Workload w = build(training_chain());
+  for (uint64_t budget : {3000u, 2000u}) {
+    const PlanOutcome c = plan_and_simulate(*find_planner("cuswap"), w, request(budget));
+    const PlanOutcome s = plan_and_simulate(*find_planner("seed"), w, request(budget));
+    EXPECT_TRUE(c.result.fits) << budget;
+    EXPECT_LE(c.result.iteration_ns, s.result.iteration_ns) << budget;
+  }
+}
+
+TEST(Cuswap, GroupsSmallTensorsOfOneStep) {
+  // Ten 100 B tensors made by op 0 and read back by op 6, a 500 B
+  // temporary at op 3; budget 1100 needs 400 B out over op 3. Each copy is
+  // 100 ns against a 1 us latency: small, so they move as one group.
+  TraceBuilder b;
+  for (int i = 0; i < 7; ++i)
+    b.op("s" + std::to_string(i), 1'000'000);
+  for (int i = 0; i < 10; ++i)
+    b.tensor("h" + std::to_string(i), 100, 0, {6}, 6);
+  b.tensor("tmp", 500, 3, {}, 3);
+  const Workload w = build(b.take());
+  const PlanOutcome out =
+      plan_and_simulate(*find_planner("cuswap"), w, request(1100, test_link(1000)));
+  ASSERT_EQ(out.plan.entries.size(), 10u);
+  std::set<uint32_t> groups;
+  for (const PlanEntry& e : out.plan.entries)
+    groups.insert(e.group);
+  EXPECT_EQ(groups.size(), 1u);
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_LE(out.result.peak_bytes, 1100u);
+  EXPECT_EQ(out.result.evictions, 10u);
+  EXPECT_EQ(out.result.stall_ns, 0);
+}
+
+TEST(Cuswap, PrefersWhatCanBeHidden) {
+  // Ops o0..o7 of 1, 1, 0.3, 0.3, 0.3, 1, 1, 1 ms; 600 kB tensors copy in
+  // 0.6 ms each way. "long" (o0 -> o6) is idle 2.9 ms: hideable. "short"
+  // (o1 -> o5) is idle 0.9 ms, under the 1.2 ms round trip. Either frees
+  // o3, where live bytes are 1.8 MB against a 1.2 MB budget: only "long"
+  // moves.
+  TraceBuilder b;
+  const int64_t ms = 1'000'000;
+  const int64_t durations[] = {ms, ms, 300'000, 300'000, 300'000, ms, ms, ms};
+  for (int i = 0; i < 8; ++i)
+    b.op("o" + std::to_string(i), durations[i]);
+  b.tensor("long", 600'000, 0, {6}, 6);
+  b.tensor("short", 600'000, 1, {5}, 5);
+  b.tensor("tmp", 600'000, 3, {}, 3);
+  const Workload w = build(b.take());
+  const PlanOutcome out = plan_and_simulate(*find_planner("cuswap"), w,
+                                            request(1'200'000, Link{"slow", 1e9, 0, false}));
+  ASSERT_EQ(out.plan.entries.size(), 1u);
+  EXPECT_EQ(out.plan.entries[0].tensor.name, "long");
+  EXPECT_EQ(out.plan.entries[0].evict_after.name, "o0");
+  // Back as late as the lane allows: 3.3..3.9 ms, started by o5 (2.9 ms).
+  EXPECT_EQ(out.plan.entries[0].prefetch_at.name, "o5");
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_EQ(out.result.stall_ns, 0);
+}
+
+TEST(Peers, VdnnOffloadsEveryConvolutionInput) {
+  const Workload w = build(training_chain());
+  const Plan plan = find_planner("vdnn")->plan(w, request(UINT64_MAX));
+  // x0 and x1 are read by convolutions f1 and f2; both go, whatever the budget.
+  ASSERT_EQ(plan.entries.size(), 2u);
+  EXPECT_EQ(plan.entries[0].tensor.name, "x0");
+  // One layer ahead: the op before b0 is b1.
+  EXPECT_EQ(plan.entries[0].prefetch_at.name, "b1");
+  EXPECT_EQ(plan.entries[1].prefetch_at.name, "b2");
+}
+
+TEST(Peers, CapuchinCoversThePeakExcess) {
+  const Workload w = build(training_chain());
+  const Plan plan = find_planner("capuchin")->plan(w, request(3000));
+  // 1000 B over: the largest free time, x0, is enough.
+  ASSERT_EQ(plan.entries.size(), 1u);
+  EXPECT_EQ(plan.entries[0].tensor.name, "x0");
+}
+
+TEST(Peers, ReactivePlansHaveNoEntries) {
+  const Workload w = build(training_chain());
+  for (const char* name : {"lru", "ondemand"}) {
+    const PlanOutcome out = plan_and_simulate(*find_planner(name), w, request(2000));
+    EXPECT_TRUE(out.plan.entries.empty()) << name;
+    EXPECT_EQ(out.plan.mode, name == std::string("lru") ? PlanMode::lru : PlanMode::ondemand);
+    EXPECT_TRUE(out.result.fits) << name;
+    EXPECT_LE(out.result.peak_bytes, 2000u) << name;
+    EXPECT_GT(out.result.evictions, 0u) << name;
+  }
+}
+
+TEST(Planners, EveryPlannerKeepsAFeasibleBudget) {
+  const Workload w = build(training_chain());
+  for (const Planner* p : all_planners()) {
+    const PlanOutcome out = plan_and_simulate(*p, w, request(2000));
+    EXPECT_TRUE(out.result.fits) << p->name();
+    EXPECT_LE(out.result.peak_bytes, 2000u) << p->name();
+    EXPECT_GE(out.result.iteration_ns, out.result.infinite_memory_ns) << p->name();
+  }
+}
+
+TEST(Planners, InfeasibleBudgetIsReportedNotHidden) {
+  const Workload w = build(training_chain());
+  // f1 reads x0 and makes x1: 2000 B at once.
+  for (const Planner* p : all_planners()) {
+    const PlanOutcome out = plan_and_simulate(*p, w, request(1500));
+    EXPECT_FALSE(out.result.fits) << p->name();
+    ASSERT_TRUE(out.result.shortfall.has_value()) << p->name();
+    EXPECT_EQ(out.result.shortfall->over_bytes, 500u);
+    EXPECT_EQ(out.result.shortfall->op, 1u);
+  }
+}
+
+}  // namespace
+}  // namespace cuswap::policy::test

@@ -1,0 +1,229 @@
+// The workload view and the simulator on traces whose answers are derived
+// by hand in the comments.
+#include <gtest/gtest.h>
+
+#include "policy/simulator.h"
+#include "policy/workload.h"
+#include "tests/policy/synthetic.h"
+
+namespace cuswap::policy::test {
+namespace {
+
+Workload build(const trace::Trace& trace) {
+  Workload w;
+  std::string error;
+  EXPECT_TRUE(build_workload(trace, {}, w, error)) << error;
+  EXPECT_EQ(trace::validate(trace), "");
+  return w;
+}
+
+SimOptions options(uint64_t budget, Link link = test_link(), double scale = 1.0) {
+  SimOptions o;
+  o.budget_bytes = budget;
+  o.link = link;
+  o.time_scale = scale;
+  return o;
+}
+
+// Six 1000 ns ops; tensor "a" (1000 B) made by op 0, used again by op 5.
+trace::Trace six_ops() {
+  TraceBuilder b;
+  for (int i = 0; i < 6; ++i)
+    b.op("op" + std::to_string(i), 1000);
+  b.tensor("a", 1000, 0, {5}, 5);
+  b.tensor("tmp", 500, 2, {}, 2);
+  return b.take();
+}
+
+TEST(Workload, MapsTimesToOps) {
+  const Workload w = build(six_ops());
+  ASSERT_EQ(w.ops.size(), 6u);
+  ASSERT_EQ(w.tensors.size(), 2u);
+  EXPECT_EQ(w.tensors[0].alloc_op, 0u);
+  EXPECT_EQ(w.tensors[0].free_op, 5u);
+  EXPECT_EQ(w.tensors[0].uses, (std::vector<uint32_t>{0, 5}));
+  EXPECT_EQ(w.tensors[1].alloc_op, 2u);
+  EXPECT_EQ(w.tensors[1].free_op, 2u);
+  const std::vector<uint64_t> live = live_bytes_per_op(w);
+  EXPECT_EQ(live, (std::vector<uint64_t>{1000, 1000, 1500, 1000, 1000, 1000}));
+  EXPECT_EQ(loss_point(w), 2u);
+}
+
+TEST(Workload, FreeBoundsTheLastUseWhenTheSourceHasNoAccesses) {
+  TraceBuilder b;
+  for (int i = 0; i < 4; ++i)
+    b.op("op" + std::to_string(i), 10);
+  b.tensor("x", 8, 0, {}, 3);  // only producer and free known
+  const Workload w = build(b.take());
+  EXPECT_EQ(w.tensors[0].uses, (std::vector<uint32_t>{0, 3}));
+}
+
+TEST(Workload, NestedOpsCountOnce) {
+  trace::Trace t;
+  t.source = "nested";
+  t.ops.push_back({"outer", "outer", 0, 0, 0, 100, trace::kNoIteration});
+  t.ops.push_back({"inner", "inner", 0, 0, 10, 50, trace::kNoIteration});
+  t.ops.push_back({"next", "next", 0, 0, 100, 30, trace::kNoIteration});
+  trace::Tensor x;
+  x.size_bytes = 4;
+  x.producer = 0;
+  x.accesses = {0};
+  t.tensors.push_back(x);
+  const Workload w = build(t);
+  ASSERT_EQ(w.ops.size(), 3u);
+  EXPECT_EQ(w.ops[0].duration_ns, 100);
+  EXPECT_EQ(w.ops[1].duration_ns, 0);  // inside outer
+  EXPECT_EQ(w.ops[2].duration_ns, 30);
+}
+
+TEST(Simulator, NoPlanRunsAtComputeSpeed) {
+  const Workload w = build(six_ops());
+  const SimResult r = simulate(w, PlanMode::scheduled, {}, options(UINT64_MAX));
+  EXPECT_EQ(r.iteration_ns, 6000);
+  EXPECT_EQ(r.infinite_memory_ns, 6000);
+  EXPECT_EQ(r.lower_bound_ns, 6000);
+  EXPECT_EQ(r.stall_ns, 0);
+  EXPECT_EQ(r.peak_bytes, 1500u);
+  EXPECT_TRUE(r.fits);
+  const SimResult scaled =
+      simulate(w, PlanMode::scheduled, {}, options(UINT64_MAX, test_link(), 2.5));
+  EXPECT_EQ(scaled.iteration_ns, 15000);
+  EXPECT_EQ(scaled.time_scale, 2.5);
+}
+
+TEST(Simulator, PrefetchOnTimeHidesTheCopies) {
+  const Workload w = build(six_ops());
+  // Evict after op 0 (D2H 1000..3000 with 1000 ns latency), prefetch at op 3
+  // (H2D 3000..5000): op 5 starts at 5000 as without swapping.
+  const std::vector<ResolvedEntry> plan = {{0, 0, 3, 5, 0}};
+  const SimResult r = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(1000)));
+  EXPECT_EQ(r.iteration_ns, 6000);
+  EXPECT_EQ(r.stall_ns, 0);
+  EXPECT_EQ(r.d2h_bytes, 1000u);
+  EXPECT_EQ(r.h2d_bytes, 1000u);
+  EXPECT_EQ(r.evictions, 1u);
+  EXPECT_EQ(r.prefetches, 1u);
+  EXPECT_EQ(r.late_prefetches, 0u);
+  // "a" is away over [3000, 3000): the eviction ends as the prefetch starts,
+  // so op 2 (2000..3000) still sees a + tmp.
+  EXPECT_EQ(r.peak_bytes, 1500u);
+}
+
+TEST(Simulator, LatePrefetchStallsByTheDifference) {
+  const Workload w = build(six_ops());
+  // Prefetch at op 4 (4000): H2D 4000..6000, op 5 waits 1000 ns.
+  const std::vector<ResolvedEntry> plan = {{0, 0, 4, 5, 0}};
+  const SimResult r = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(1000)));
+  EXPECT_EQ(r.stall_ns, 1000);
+  EXPECT_EQ(r.iteration_ns, 7000);
+  ASSERT_EQ(r.entry_late_ns.size(), 1u);
+  EXPECT_EQ(r.entry_late_ns[0], 1000);
+  EXPECT_EQ(r.late_prefetches, 1u);
+  // a is away over [3000, 4000): op 3 runs with 0 bytes; op 2 with 1500.
+  EXPECT_EQ(r.peak_bytes, 1500u);
+}
+
+TEST(Simulator, EvictionLowersThePeakUnderABudget) {
+  const Workload w = build(six_ops());
+  // Budget 1000: tmp (500) at op 2 needs a out. Evicted after op 0 with no
+  // latency: D2H 1000..2000, so op 2 allocates at 2000 without waiting;
+  // prefetch at op 3: H2D 3000..4000.
+  const std::vector<ResolvedEntry> plan = {{0, 0, 3, 5, 0}};
+  const SimResult r = simulate(w, PlanMode::scheduled, plan, options(1000));
+  EXPECT_EQ(r.peak_bytes, 1000u);
+  EXPECT_EQ(r.stall_ns, 0);
+  EXPECT_EQ(r.forced_evictions, 0u);
+  EXPECT_TRUE(r.fits);
+}
+
+TEST(Simulator, DuplexContentionSharesTheLink) {
+  TraceBuilder b;
+  for (int i = 0; i < 5; ++i)
+    b.op("op" + std::to_string(i), 1000);
+  b.tensor("x", 1000, 0, {3}, 3);
+  b.tensor("y", 1500, 1, {4}, 4);
+  const Workload w = build(b.take());
+  ASSERT_EQ(w.tensors[0].name, "x");
+  // x: out after op 0, back from op 2 for op 3; y: out after op 1, back
+  // from op 4 for op 4.
+  const std::vector<ResolvedEntry> plan = {{0, 0, 2, 3, 0}, {1, 1, 4, 4, 1}};
+  // Full duplex: x D2H 1000..2000, H2D 2000..3000 (on time); y D2H
+  // 2000..3500, H2D 4000..5500: op 4 waits 1500 and ends at 6500.
+  const SimResult duplex = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX));
+  EXPECT_EQ(duplex.stall_ns, 1500);
+  EXPECT_EQ(duplex.iteration_ns, 6500);
+  EXPECT_EQ(duplex.lower_bound_ns, 5000);
+  // Shared: x D2H 1000..2000, y D2H 2000..3500, x H2D 3500..4500 (op 3
+  // waits 1500, runs 4500..5500), y H2D 5500..7000 (op 4 waits 1500).
+  const SimResult shared =
+      simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(0, true)));
+  EXPECT_EQ(shared.stall_ns, 3000);
+  EXPECT_EQ(shared.iteration_ns, 8000);
+  EXPECT_EQ(shared.lower_bound_ns, 5000);
+  EXPECT_EQ(shared.h2d_bytes, 2500u);
+  EXPECT_EQ(shared.d2h_bytes, 2500u);
+}
+
+TEST(Simulator, InfeasibleBudgetIsReportedExactly) {
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i)
+    b.op("op" + std::to_string(i), 100);
+  b.tensor("x", 1000, 0, {1}, 1);
+  b.tensor("y", 700, 1, {2}, 2);
+  const Workload w = build(b.take());
+  // op 1 uses x and allocates y: 1700 bytes at once.
+  const std::optional<Shortfall> s = check_budget(w, 1500);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->op, 1u);
+  EXPECT_EQ(s->required_bytes, 1700u);
+  EXPECT_EQ(s->over_bytes, 200u);
+  ASSERT_EQ(s->largest.size(), 2u);
+  EXPECT_EQ(w.tensors[s->largest[0]].name, "x");
+  EXPECT_EQ(w.tensors[s->largest[1]].name, "y");
+  EXPECT_FALSE(check_budget(w, 1700).has_value());
+  const SimResult r = simulate(w, PlanMode::lru, {}, options(1500));
+  EXPECT_FALSE(r.fits);
+  ASSERT_TRUE(r.shortfall.has_value());
+  EXPECT_EQ(r.shortfall->over_bytes, 200u);
+}
+
+// Four 1000 ns ops; t0 (1000 B) made by op 0 and used by op 3; t1 and t2
+// are temporaries of ops 1 and 2. Budget 1000.
+trace::Trace reactive_case() {
+  TraceBuilder b;
+  for (int i = 0; i < 4; ++i)
+    b.op("op" + std::to_string(i), 1000);
+  b.tensor("t0", 1000, 0, {3}, 3);
+  b.tensor("t1", 1000, 1, {}, 1);
+  b.tensor("t2", 1000, 2, {}, 2);
+  return b.take();
+}
+
+TEST(Simulator, LruEvictsOnPressureAndFetchesOnUse) {
+  const Workload w = build(reactive_case());
+  // op 1 needs 1000: t0 is evicted (D2H 1000..2000), op 1 runs 2000..3000;
+  // op 2 fits; op 3 fetches t0 (H2D 4000..5000) and runs 5000..6000.
+  const SimResult r = simulate(w, PlanMode::lru, {}, options(1000));
+  EXPECT_EQ(r.iteration_ns, 6000);
+  EXPECT_EQ(r.stall_ns, 2000);
+  EXPECT_EQ(r.infinite_memory_ns, 4000);
+  EXPECT_EQ(r.evictions, 1u);
+  EXPECT_EQ(r.forced_evictions, 1u);
+  EXPECT_EQ(r.demand_fetches, 1u);
+  EXPECT_EQ(r.d2h_bytes, 1000u);
+  EXPECT_EQ(r.h2d_bytes, 1000u);
+  EXPECT_EQ(r.peak_bytes, 1000u);
+  EXPECT_TRUE(r.fits);
+}
+
+TEST(Simulator, OndemandPaysAFaultPerChunk) {
+  const Workload w = build(reactive_case());
+  // As lru, but the fetch is a fault: 1000 ns of transfer + one 2 MiB
+  // chunk's 20 us fault latency: 4000..25000, op 3 runs 25000..26000.
+  const SimResult r = simulate(w, PlanMode::ondemand, {}, options(1000));
+  EXPECT_EQ(r.stall_ns, 1000 + 21000);
+  EXPECT_EQ(r.iteration_ns, 26000);
+}
+
+}  // namespace
+}  // namespace cuswap::policy::test
