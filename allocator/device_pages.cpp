@@ -6,6 +6,7 @@
 // device (mapped at a buffer, in a slab, in a cached free range or in the
 // pool); a page is created only while device_bytes stays within the budget.
 #include <algorithm>
+#include <new>
 
 #include "allocator/log.h"
 #include "allocator/swap_internal.h"
@@ -178,22 +179,25 @@ bool Allocator::reclaim_cached(Device& dev) noexcept {
   return false;
 }
 
+// Events are pooled with their SharedEvent, so that recording a use (every
+// launch) allocates nothing once the pool is warm.
 Allocator::SharedEvent* Allocator::record_event(Device& dev, CUstream stream) noexcept {
-  CUevent event = nullptr;
-  if (!dev.event_pool.empty()) {
-    event = dev.event_pool.back();
-    dev.event_pool.pop_back();
-  } else if (driver_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-    return nullptr;
-  }
   SharedEvent* shared = nullptr;
-  try {
-    shared = new SharedEvent{event, dev.ordinal, 1, false};
-  } catch (...) {
-    dev.event_pool.push_back(event);  // capacity was there: it came from the pool or is new
-    return nullptr;
+  if (!dev.event_pool.empty()) {
+    shared = dev.event_pool.back();
+    dev.event_pool.pop_back();
+  } else {
+    CUevent event = nullptr;
+    if (driver_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
+    shared = new (std::nothrow) SharedEvent{event, dev.ordinal, 0, false};
+    if (!shared) {
+      (void)driver_.cuEventDestroy_v2(event);
+      return nullptr;
+    }
   }
-  if (driver_.cuEventRecord(event, stream) != CUDA_SUCCESS) {
+  shared->refs = 1;
+  shared->done = false;
+  if (driver_.cuEventRecord(shared->event, stream) != CUDA_SUCCESS) {
     release_event(shared);
     return nullptr;
   }
@@ -211,11 +215,15 @@ void Allocator::release_event(SharedEvent*& event) noexcept {
   Device* dev = static_cast<size_t>(e->device) < devices_.size()
                     ? devices_[static_cast<size_t>(e->device)].get()
                     : nullptr;
-  try {
-    if (dev) dev->event_pool.push_back(e->event);
-  } catch (...) {
-    (void)driver_.cuEventDestroy_v2(e->event);
+  if (dev) {
+    try {
+      dev->event_pool.push_back(e);
+      return;
+    } catch (...) {
+      // Not kept: destroyed below.
+    }
   }
+  (void)driver_.cuEventDestroy_v2(e->event);
   delete e;
 }
 

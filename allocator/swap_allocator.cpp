@@ -65,6 +65,13 @@ Allocator::~Allocator() {
       }
     for (HostRelease& release : dev->host_releases) release_event(release.after);
   }
+  for (auto& dev : devices_) {
+    if (!dev) continue;
+    for (SharedEvent* event : dev->event_pool) {
+      (void)driver_.cuEventDestroy_v2(event->event);
+      delete event;
+    }
+  }
 }
 
 CUresult Allocator::current_device(int& ordinal) noexcept {

@@ -105,7 +105,7 @@ struct Allocator::Device {
   std::array<std::vector<SmallFree>, kSmallClasses> small_free;
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
-  std::vector<CUevent> event_pool;
+  std::vector<Allocator::SharedEvent*> event_pool;  // free, with their events
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
 };
 
