@@ -95,6 +95,13 @@ const Fault kFaults[] = {
     {"cuMemRelease", true},
     {"cuMemGetAllocationGranularity", true},
     {"cuDeviceTotalMem", true},
+    {"cuMemAddressFree", true},
+    {"cuEventSynchronize", false},
+    {"cuEventSynchronize", true},
+    {"cuDeviceGetAttribute", true},
+    {"cuCtxGetCurrent", true},
+    {"cuDeviceGet", true},
+    {"cuDeviceGetCount", true},
 };
 
 std::string fault_name(const ::testing::TestParamInfo<std::tuple<Fault, int, bool>>& param_info) {
