@@ -1,7 +1,6 @@
 // A small JSON emitter for the CLI's --json output: objects, arrays,
 // integers, booleans, null and strings, indented two spaces. Strings are
-// escaped, and bytes that are not valid UTF-8 (kernel names come from
-// trace files) become U+FFFD, so the output is always valid JSON.
+// quoted by trace::append_json_string (tracer/json_quote.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +9,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "tracer/json_quote.h"
 
 namespace cuswap::cli {
 
@@ -82,60 +83,7 @@ class JsonWriter {
     out_.append(2 * first_.size(), ' ');
   }
 
-  void string(std::string_view s) {
-    out_ += '"';
-    for (size_t i = 0; i < s.size();) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += static_cast<char>(c);
-      } else if (c == '\n') {
-        out_ += "\\n";
-      } else if (c == '\t') {
-        out_ += "\\t";
-      } else if (c < 0x20 || c == 0x7f) {
-        out_ += fmt::format("\\u{:04x}", c);
-      } else if (c < 0x80) {
-        out_ += static_cast<char>(c);
-      } else {
-        const size_t n = utf8_sequence(s.substr(i));
-        if (n == 0) {
-          out_ += "\\ufffd";
-          ++i;
-          continue;
-        }
-        out_.append(s.substr(i, n));
-        i += n;
-        continue;
-      }
-      ++i;
-    }
-    out_ += '"';
-  }
-
-  // The length of the valid UTF-8 sequence at the start of `s`, or 0.
-  static size_t utf8_sequence(std::string_view s) {
-    const auto b0 = static_cast<unsigned char>(s[0]);
-    size_t n = 0;
-    uint32_t min = 0, cp = 0;
-    if ((b0 & 0xe0) == 0xc0) {
-      n = 2, min = 0x80, cp = b0 & 0x1f;
-    } else if ((b0 & 0xf0) == 0xe0) {
-      n = 3, min = 0x800, cp = b0 & 0x0f;
-    } else if ((b0 & 0xf8) == 0xf0) {
-      n = 4, min = 0x10000, cp = b0 & 0x07;
-    } else {
-      return 0;
-    }
-    if (s.size() < n) return 0;
-    for (size_t k = 1; k < n; ++k) {
-      const auto b = static_cast<unsigned char>(s[k]);
-      if ((b & 0xc0) != 0x80) return 0;
-      cp = cp << 6 | (b & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-  }
+  void string(std::string_view s) { trace::append_json_string(out_, s); }
 
   std::string out_;
   std::vector<bool> first_;  // per open container: nothing written in it yet

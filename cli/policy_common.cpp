@@ -192,20 +192,6 @@ std::string render_result_text(const policy::SimResult& r, const policy::Workloa
   return out;
 }
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string render_result_json(const policy::SimResult& r, const policy::Workload& w,
                                const std::string& indent) {

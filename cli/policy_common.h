@@ -11,9 +11,12 @@
 
 #include "policy/planner.h"
 #include "policy/simulator.h"
+#include "tracer/json_quote.h"
 #include "tracer/trace.h"
 
 namespace cuswap::cli {
+
+using trace::json_string;
 
 struct PolicyArgs {
   std::string budget;  // SIZE or PERCENT% of the infinite-memory peak
@@ -64,7 +67,6 @@ std::string describe_link(const policy::Link& link);
 std::string render_result_text(const policy::SimResult& r, const policy::Workload& workload);
 std::string render_result_json(const policy::SimResult& r, const policy::Workload& workload,
                                const std::string& indent);
-std::string json_string(std::string_view text);
 // "the budget cannot be met: op … needs … at once, … over; its largest tensors: …"
 std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w);
 

@@ -9,39 +9,13 @@
 #include <simdjson.h>
 
 #include "policy/plan.h"
+#include "tracer/json_quote.h"
 
 namespace cuswap::policy {
 
-namespace {
+using trace::json_string;
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        else
-          out += c;
-    }
-  }
-  return out + "\"";
-}
+namespace {
 
 std::string op_json(const OpRef& op) {
   return fmt::format(R"({{"name": {}, "ordinal": {}, "index": {}}})", json_string(op.name),
