@@ -26,9 +26,12 @@ int64_t scaled_ns(int64_t duration_ns, double time_scale) {
 }
 
 std::vector<int64_t> infinite_memory_starts(const Workload& workload, double time_scale) {
+  // starts[k] is when op k's turn on the engine comes, idle time before it
+  // included (Note [Idle time]); starts.back() is the iteration's end.
   std::vector<int64_t> starts(workload.ops.size() + 1, 0);
   for (size_t k = 0; k < workload.ops.size(); ++k)
-    starts[k + 1] = starts[k] + scaled_ns(workload.ops[k].duration_ns, time_scale);
+    starts[k + 1] = starts[k] + scaled_ns(workload.ops[k].idle_ns, time_scale) +
+                    scaled_ns(workload.ops[k].duration_ns, time_scale);
   return starts;
 }
 
@@ -105,14 +108,33 @@ class Simulation {
 
   SimResult run() {
     int64_t t = 0;
+    // Note [Untouched at start]: a tensor resident at start that no op of
+    // the iteration touches (memory from before the trace that the source
+    // knows only as a byte count) needs no room while it fits after what
+    // is used; what does not fit stays on the host from iteration to
+    // iteration, and so starts there.
+    std::vector<uint32_t> untouched;
     for (uint32_t x = 0; x < w_.tensors.size(); ++x) {
       if (!w_.tensors[x].resident_at_start()) continue;
+      if (w_.tensors[x].uses.empty()) {
+        untouched.push_back(x);
+        continue;
+      }
       t = reserve(w_.tensors[x].size_bytes, t, kNoOpClaim);
+      set_state(x, State::resident, ++clock_);
+      add_memory(t, static_cast<int64_t>(w_.tensors[x].size_bytes));
+    }
+    for (uint32_t x : untouched) {
+      if (used_ + w_.tensors[x].size_bytes > o_.budget_bytes) {
+        set_state(x, State::host, 0);
+        continue;
+      }
       set_state(x, State::resident, ++clock_);
       add_memory(t, static_cast<int64_t>(w_.tensors[x].size_bytes));
     }
     const int64_t setup_ns = t;  // forced evictions before the first op
     for (uint32_t k = 0; k < w_.ops.size(); ++k) {
+      t += scaled_ns(w_.ops[k].idle_ns, o_.time_scale);  // Note [Idle time]
       for (uint32_t x : w_.allocs_at[k])
         protect_[x] = k;
       for (uint32_t x : w_.uses_at[k])

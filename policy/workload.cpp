@@ -7,6 +7,15 @@
 // the window is the middle one (index size/2: the second of two). A trace
 // without iteration marks is one window. Which one was used is a note.
 //
+// Note [Idle time]
+// A GPU capture's compute engine is not busy from the first kernel to the
+// last: it waits for the host to launch the next kernel, for an input copy,
+// for a synchronisation. That wait is part of the iteration, so each op
+// keeps the idle time before it, and the simulator waits it out too: the
+// infinite-memory iteration takes the captured span of the window. Overlap
+// is counted once: an op's own time is what it adds to the device's busy
+// time, whatever lane or stream it ran on.
+//
 // Note [The loss point]
 // A training step's live memory grows through the forward pass (feature
 // maps kept for the backward pass) and falls through the backward pass, so
@@ -115,15 +124,17 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
       device_has_ops |= trace.ops[i].device == out.device;
   std::vector<uint32_t> window_index(trace.ops.size(), trace::kNoOp);
   std::vector<int64_t> starts_ns, ends_ns;
-  std::map<std::pair<int, uint32_t>, int64_t> lane_end_ns;
   std::map<std::string_view, uint32_t> ordinals;
+  int64_t engine_end_ns = INT64_MIN;  // the end of the device's busy time so far
   for (uint32_t i = first_op; i < end_op; ++i) {
     const trace::Op& op = trace.ops[i];
     if (device_has_ops && op.device != out.device) continue;
+    if (op.is_copy) continue;
     const int64_t end_ns = op.start_ns + op.duration_ns;
-    int64_t& lane_end = lane_end_ns[{op.device, op.stream}];
-    const int64_t own_ns = std::max<int64_t>(0, end_ns - std::max(op.start_ns, lane_end));
-    lane_end = std::max(lane_end, end_ns);
+    const int64_t own_ns = std::max<int64_t>(0, end_ns - std::max(op.start_ns, engine_end_ns));
+    const int64_t idle_ns =
+        engine_end_ns == INT64_MIN ? 0 : std::max<int64_t>(0, op.start_ns - engine_end_ns);
+    engine_end_ns = std::max(engine_end_ns, end_ns);
     window_index[i] = static_cast<uint32_t>(out.ops.size());
     WorkOp w;
     w.trace_index = i;
@@ -131,6 +142,7 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
     w.type = op.type;
     w.ordinal = ordinals[op.name]++;
     w.duration_ns = own_ns;
+    w.idle_ns = idle_ns;
     out.ops.push_back(std::move(w));
     starts_ns.push_back(op.start_ns);
     ends_ns.push_back(end_ns);

@@ -15,8 +15,11 @@
 //
 // Invariants:
 // - ops are in trace order; an op's duration_ns is its own time on the
-//   compute engine, with time spent inside an enclosing op of the same lane
-//   (a PyTorch aten::conv2d around aten::convolution) counted once;
+//   compute engine, with time already covered by an earlier op of the
+//   device (an enclosing PyTorch aten::conv2d around aten::convolution, a
+//   kernel on another stream that overlaps it) counted once, and idle_ns
+//   the time the engine sat idle before it in the capture (Note [Idle
+//   time]); copies are not ops, their time is the engine's idle time;
 // - for every tensor, alloc_op <= every use <= free_op (alloc_op is
 //   kResidentAtStart for tensors resident at start; free_op is ops.size()
 //   for tensors still live at the window's end); uses are sorted and unique;
@@ -40,6 +43,7 @@ struct WorkOp {
   std::string type;
   uint32_t ordinal = 0;     // among the window's ops of the same name
   int64_t duration_ns = 0;  // unscaled, as captured
+  int64_t idle_ns = 0;      // unscaled: the engine's idle time before the op, as captured
 };
 
 struct WorkTensor {

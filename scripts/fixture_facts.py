@@ -36,6 +36,30 @@ What each figure means, per format (`format` uses cuswap's format names):
   torch-snapshot  tensors: "alloc" actions in device_traces; frees:
                   "free_completed"; reported_peak_bytes: max running sum.
 
+GPU captures (a device lane or plane with kernels) add the figures of the
+device's timeline, all in nanoseconds from the raw timestamps:
+  device_ops      (PyTorch, TF2) kernels, copies and sets on the devices;
+  aggregate_events, joinable_kernels (TF1) events of the stream:all and
+                  memcpy lanes, and kernels on stream lanes named like an
+                  op of the executor's lane;
+  device          the GPU the figures are about (TF2: the one whose
+                  allocator served the most bytes; PyTorch: the one with
+                  the most [memory] events);
+  step_span_ns    the step on the device: from the first start to the last
+                  end of the device's kernels (and sets) in it; host-device
+                  copies run on copy engines and are left out (TF1: every
+                  X event of the GPU's lanes; PyTorch: work launched, by
+                  correlation, inside the middle ProfilerStep#N; TF2: the
+                  GPU plane's stream lines);
+  busiest_stream_busy_ns  the largest union of kernel intervals of one
+                  stream (copies excluded) within the step;
+  sample_ops      a few kernels as [name, start_ns, duration_ns], start
+                  from the first X event of the file (TF1) or from the
+                  step's first kernel (TF2, PyTorch);
+  running_peak_bytes (PyTorch) the device's live bytes as the running sum
+                  of its [memory] events says, memory from before the trace
+                  included: max(sum) - min(0, min(sum)).
+
 Usage: fixture_facts.py [--root tests/data] [--write | --check | --markdown] [FILE...]
   (prints the figures as JSON; --write puts them in <root>/expected.json,
   --check compares that file with the fixtures, --markdown prints a table)
@@ -55,6 +79,73 @@ def _load(path):
     with open(path, "rb") as f:
         data = f.read()
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def _union_ns(intervals):
+    busy, end = 0, None
+    for start, stop in sorted(intervals):
+        if end is None or start > end:
+            busy += stop - start
+            end = stop
+        elif stop > end:
+            busy += stop - end
+            end = stop
+    return busy
+
+
+def _sample(kernels, origin_ns, count=5):
+    """Evenly spaced kernels, by start, as [name, start from origin, duration]."""
+    kernels = sorted(kernels, key=lambda k: (k[1], k[0]))
+    if not kernels:
+        return []
+    picks = sorted({round(i * (len(kernels) - 1) / max(count - 1, 1)) for i in range(count)})
+    return [[kernels[i][0], kernels[i][1] - origin_ns, kernels[i][2]] for i in picks]
+
+
+def _timeline_gpu_facts(events):
+    """Step span and stream busy time of a TF1 GPU timeline (lanes by process name)."""
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    lanes = {}
+    for pid, name in names.items():
+        low = name.lower()
+        if "gpu:" not in low or not low.endswith(" compute"):
+            continue
+        lanes[pid] = low[: -len(" compute")]
+    executor_names = {(lane, e.get("args", {}).get("name")) for e in events
+                      if e.get("ph") == "X" and (lane := lanes.get(e.get("pid"))) and "/stream:" not in lane
+                      and not lane.endswith("/memcpy")}
+    executor_names = {name for lane, name in executor_names}
+    aggregate = joinable = 0
+    starts, ends, per_stream, kernels = [], [], {}, []
+    # Sample starts count from the first op of the whole timeline.
+    origin = min((int(e["ts"]) * 1000 for e in events if e.get("ph") == "X"), default=0)
+    for e in events:
+        if e.get("ph") != "X" or e.get("pid") not in lanes:
+            continue
+        ts, dur = int(e["ts"]) * 1000, int(e.get("dur", 0)) * 1000
+        if e.get("name", "").startswith(("MEMCPYHtoD", "MEMCPYDtoH", "MEMCPYPtoP")):
+            if lanes[e["pid"]].endswith(("/stream:all", "/memcpy")):
+                aggregate += 1
+            continue  # on a copy engine
+        starts.append(ts)
+        ends.append(ts + dur)
+        lane = lanes[e["pid"]]
+        if lane.endswith(("/stream:all", "/memcpy")):
+            aggregate += 1
+            continue
+        m = re.search(r"/stream:(\d+)$", lane)
+        if m and e.get("args", {}).get("name") in executor_names:
+            joinable += 1
+        if m:
+            per_stream.setdefault(m.group(1), []).append((ts, ts + dur))
+            kernels.append((e.get("args", {}).get("name", e.get("name")), ts, dur))
+    if not per_stream:
+        return {}
+    return {"device": 0, "aggregate_events": aggregate, "joinable_kernels": joinable,
+            "step_span_ns": max(ends) - min(starts),
+            "busiest_stream_busy_ns": max(_union_ns(v) for v in per_stream.values()),
+            "sample_ops": _sample(kernels, origin)}
 
 
 def timeline_facts(path):
@@ -77,6 +168,7 @@ def timeline_facts(path):
             for name, value in e.get("args", {}).items():
                 counter_peak[name] = max(counter_peak.get(name, 0), int(value))
     facts["counter_peak_bytes"] = counter_peak
+    facts.update(_timeline_gpu_facts(events))
     named = {k: v for k, v in counter_peak.items() if k}
     facts["allocator"] = max(named, key=named.get) if named else ""
     facts["reported_peak_bytes"] = named.get(facts["allocator"], 0)
@@ -156,17 +248,57 @@ def xplane_facts(path):
                     continue
                 stats = {names[s.metadata_id]: _stat_value(plane, s) for s in ev.stats}
                 a = per.setdefault(stats.get("allocator_name", ""), {
-                    "tensors": 0, "deallocations": 0, "bytes_allocated": 0, "peak_bytes_in_use": 0})
+                    "tensors": 0, "deallocations": 0, "bytes_allocated": 0, "peak_bytes_in_use": 0,
+                    "allocation_bytes": 0})
                 a["tensors" if name == "MemoryAllocation" else "deallocations"] += 1
+                if name == "MemoryAllocation":
+                    a["allocation_bytes"] += int(stats.get("allocation_bytes") or stats.get("requested_bytes") or 0)
                 a["bytes_allocated"] = max(a["bytes_allocated"], int(stats.get("bytes_allocated") or 0))
                 a["peak_bytes_in_use"] = max(a["peak_bytes_in_use"], int(stats.get("peak_bytes_in_use") or 0))
-    allocator = max(per, key=lambda k: per[k]["tensors"]) if per else ""
+    # Of several GPUs, the one whose allocator served the most bytes.
+    gpus = [k for k in per if re.fullmatch(r"GPU_\d+_bfc", k)]
+    allocator = (max(gpus, key=lambda k: per[k]["allocation_bytes"]) if gpus
+                 else max(per, key=lambda k: per[k]["tensors"]) if per else "")
     a = per.get(allocator, {"tensors": 0, "deallocations": 0, "bytes_allocated": 0, "peak_bytes_in_use": 0})
-    return {
+    facts = {
         "format": "tf2-xplane", "ops": ops, "tensors": a["tensors"], "deallocations": a["deallocations"],
         "allocator": allocator, "reported_peak_bytes": a["bytes_allocated"],
         "lifetime_peak_bytes_in_use": a["peak_bytes_in_use"], "allocators": sorted(per),
     }
+    # The GPU whose allocator served the most bytes: its plane's stream lines
+    # are the device's timeline.
+    gpu_bytes = {int(k.split("_")[1]): v["allocation_bytes"] for k, v in per.items()
+                 if re.fullmatch(r"GPU_\d+_bfc", k)}
+    device = max(gpu_bytes, key=gpu_bytes.get) if gpu_bytes else None
+    device_ops = sum(len(line.events) for plane in space.planes if plane.name.startswith("/device:GPU:")
+                     for line in plane.lines if line.name.startswith("Stream"))
+    if device_ops:
+        facts["device_ops"] = device_ops
+    best = None
+    for plane in space.planes:
+        if plane.name != f"/device:GPU:{device}":
+            continue
+        spans, per_stream, kernels = [], {}, []
+        for line in plane.lines:
+            if not line.name.startswith("Stream"):
+                continue
+            for ev in line.events:
+                name = plane.event_metadata[ev.metadata_id].name
+                start = line.timestamp_ns + ev.offset_ps // 1000
+                dur = ev.duration_ps // 1000
+                if not re.match(r"Memcpy(H2D|D2H|HtoD|DtoH|P2P)", name):
+                    spans.append((start, start + dur))
+                    per_stream.setdefault(line.id, []).append((start, start + dur))
+                    kernels.append((name, start, dur))
+        if kernels:
+            best = (spans, per_stream, kernels)
+    if best:
+        spans, per_stream, kernels = best
+        origin = min(s for s, _ in spans)
+        facts.update({"device": device, "step_span_ns": max(e for _, e in spans) - origin,
+                      "busiest_stream_busy_ns": max(_union_ns(v) for v in per_stream.values()),
+                      "sample_ops": _sample(kernels, origin)})
+    return facts
 
 
 def memory_profile_facts(path):
@@ -187,7 +319,8 @@ def memory_profile_facts(path):
 def torch_profiler_facts(path):
     doc = json.loads(_load(path))
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    ops = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op")
+    ops = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "Operator")
+              and not str(e.get("name", "")).startswith("ProfilerStep#"))
     per = {}
     for e in events:
         if e.get("name") != "[memory]":
@@ -201,11 +334,61 @@ def torch_profiler_facts(path):
     # The accelerator when there is one, else the CPU.
     key = max(per, key=lambda k: (k[0] != 0, per[k]["tensors"])) if per else (0, -1)
     d = per.get(key, {"tensors": 0, "frees": 0, "peak": 0})
-    return {
+    facts = {
         "format": "torch-profiler", "ops": ops, "tensors": d["tensors"], "frees": d["frees"],
         "allocator": ("cpu" if key[0] == 0 else f"cuda:{key[1]}"), "device_type": key[0], "device_id": key[1],
         "reported_peak_bytes": d["peak"],
     }
+    device_ops = sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in
+                     ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"))
+    if device_ops:
+        facts["device_ops"] = device_ops
+    if key[0] == 1:
+        total = low = high = 0
+        memory = [e for e in events if e.get("name") == "[memory]"
+                  and (int(e["args"].get("Device Type", 0)), int(e["args"].get("Device Id", -1))) == key]
+        for e in sorted(memory, key=lambda e: (e["ts"], int(e["args"]["Bytes"]) > 0)):
+            total += int(e["args"]["Bytes"])
+            low, high = min(low, total), max(high, total)
+        facts["running_peak_bytes"] = high - low
+        facts.update(_torch_gpu_facts(events, key[1]))
+    return facts
+
+
+def _torch_gpu_facts(events, device):
+    """The middle ProfilerStep on the device: the work its launches put there."""
+    launches = {e["args"]["correlation"]: e["ts"] for e in events
+                if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "Runtime")
+                and "correlation" in e.get("args", {})}
+    steps = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    if not steps:
+        return {}
+    start, end = steps[len(steps) // 2]
+    spans, per_stream, kernels = [], {}, []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "Kernel", "gpu_memcpy", "Memcpy",
+                                                        "gpu_memset", "Memset"):
+            continue
+        args = e.get("args", {})
+        if int(args.get("device", 0)) != device:
+            continue
+        host = launches.get(args.get("correlation"))
+        if host is None or not start <= host < end:
+            continue
+        ts, dur = round(e["ts"] * 1000), round(e.get("dur", 0) * 1000)
+        if e["cat"] in ("gpu_memcpy", "Memcpy"):
+            continue  # on a copy engine
+        spans.append((ts, ts + dur))
+        if e["cat"] in ("kernel", "Kernel"):
+            per_stream.setdefault(args.get("stream"), []).append((ts, ts + dur))
+            kernels.append((e["name"], ts, dur))
+    if not kernels:
+        return {}
+    origin = min(s for s, _ in spans)
+    return {"device": device, "step_span_ns": max(e for _, e in spans) - origin,
+            "busiest_stream_busy_ns": max(_union_ns(v) for v in per_stream.values()),
+            "sample_ops": _sample(kernels, origin)}
 
 
 def torch_snapshot_facts(path):
@@ -241,7 +424,7 @@ def markdown(facts):
             "| --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
     for path, f in facts.items():
         other = ", ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in sorted(f.items())
-                          if k not in common and k not in ("devices", "allocators", "counter_peak_bytes"))
+                          if k not in common and k not in ("devices", "allocators", "counter_peak_bytes", "sample_ops"))
         if "counter_peak_bytes" in f:
             other += ", counter_peak_bytes=" + json.dumps(f["counter_peak_bytes"], sort_keys=True)
         rows.append(f"| `{path}` | {f['format']} | {f['ops']} | {f['tensors']} | `{f['allocator']}` | "

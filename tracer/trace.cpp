@@ -57,6 +57,21 @@ std::string validate(const Trace& trace) {
 }
 
 LivePeak device_live_peak(const Trace& trace) {
+  // Each device on its own: the peak is the highest of theirs.
+  std::vector<int> devices;
+  for (const Tensor& t : trace.tensors)
+    if (t.space == MemorySpace::device &&
+        std::find(devices.begin(), devices.end(), t.device) == devices.end())
+      devices.push_back(t.device);
+  LivePeak best;
+  for (int device : devices) {
+    const LivePeak p = device_live_peak(trace, device);
+    if (p.bytes > best.bytes) best = p;
+  }
+  return best;
+}
+
+LivePeak device_live_peak(const Trace& trace, int device) {
   struct Change {
     int64_t time_ns;
     int64_t delta;
@@ -64,7 +79,7 @@ LivePeak device_live_peak(const Trace& trace) {
   std::vector<Change> changes;
   changes.reserve(trace.tensors.size() * 2);
   for (const Tensor& t : trace.tensors) {
-    if (t.space != MemorySpace::device) continue;
+    if (t.space != MemorySpace::device || t.device != device) continue;
     const auto size = static_cast<int64_t>(t.size_bytes);
     changes.push_back({t.persistent ? 0 : t.alloc_ns, size});
     if (t.free_ns) changes.push_back({*t.free_ns, -size});

@@ -59,6 +59,9 @@ struct Op {
   int64_t start_ns = 0;
   int64_t duration_ns = 0;
   uint32_t iteration = kNoIteration;
+  // A copy between host and device (memcpy lanes, PyTorch Memcpy events):
+  // it runs on a copy engine, not on the compute engine.
+  bool is_copy = false;
 };
 
 struct Tensor {
@@ -117,10 +120,12 @@ std::string validate(const Trace& trace);
 // The peak of the sum of sizes of live device tensors over time, with the
 // time it is first reached. A tensor is live over [alloc_ns, free_ns); at one
 // instant frees come before allocations. Persistent tensors count from 0.
+// Without a device: the highest of the devices' peaks.
 struct LivePeak {
   uint64_t bytes = 0;
   int64_t time_ns = 0;
 };
 LivePeak device_live_peak(const Trace& trace);
+LivePeak device_live_peak(const Trace& trace, int device);
 
 }  // namespace cuswap::trace

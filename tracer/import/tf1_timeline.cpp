@@ -8,6 +8,22 @@
 // them from requested bytes and derived lifetimes; they are not measured).
 // Dataflow `s`/`t` events are redundant with the inputs and ignored.
 //
+// Note [GPU timelines]
+// A GPU capture has several lanes per device: the executor's
+// ("/job:…/device:GPU:0"), which shows when each op was enqueued on the
+// host; one per CUDA stream ("/device:GPU:0/stream:N"), which shows when its
+// kernels and copies ran on the device, often hundreds of milliseconds
+// later; and two aggregates that repeat the stream lanes event for event
+// ("stream:all", "memcpy"). The aggregates are dropped. A kernel names its
+// op (args.name), so each executor op takes the device time of its kernels
+// (from the first kernel's start to the last one's end, on the stream of the
+// first) and the kernels are not ops of their own; an op without kernels
+// keeps its host time, and a kernel of no executor op stays an op of its
+// stream. Host-device copies (MEMCPYHtoD/DtoH) are ops on copy streams,
+// marked as copies. Tensor objects are created and deleted on the executor's
+// clock, so a tensor touched by an op on the device's clock lives from its
+// producer's first kernel to the end of its last consumer's last kernel.
+//
 // Tensor identity: timeline.py keys its tensors by name, so a name produced
 // several times (loops) gives several `N`/`O` pairs but one `D`, for the last
 // of them. Earlier instances end at the last use of that name before the
@@ -37,11 +53,26 @@ struct RawTensor {
   std::optional<int64_t> delete_ns;
 };
 
+// What a pid's events are (Note [GPU timelines]).
+enum class Lane : uint8_t {
+  executor,   // "/job:…/device:GPU:0", "/job:…/cpu:0": ops as the executor ran them
+  stream,     // "/device:GPU:0/stream:N": kernels and copies as the device ran them
+  aggregate,  // "/device:GPU:0/stream:all", "/device:GPU:0/memcpy": repeats of stream lanes
+};
+
 struct Device {
   std::string name;  // "/job:…/device:GPU:0"
   bool gpu = false;
   int ordinal = 0;
+  Lane lane = Lane::executor;
   uint32_t stream = 0;  // "/device:GPU:0/stream:N"
+};
+
+// An X event, kept until every pid is known.
+struct RawOp {
+  Op op;
+  int64_t pid = 0;
+  std::vector<std::string> inputs;
 };
 
 Device parse_device(std::string_view process_name) {
@@ -56,7 +87,14 @@ Device parse_device(std::string_view process_name) {
   d.ordinal = d.gpu ? device_ordinal(low.substr(0, low.find("/stream:"))) : 0;
   if (const size_t at = low.find("/stream:"); at != std::string::npos) {
     const std::string rest = low.substr(at + 8);
-    d.stream = rest == "all" ? 0 : static_cast<uint32_t>(std::strtoul(rest.c_str(), nullptr, 10));
+    if (rest == "all") {
+      d.lane = Lane::aggregate;
+    } else {
+      d.lane = Lane::stream;
+      d.stream = static_cast<uint32_t>(std::strtoul(rest.c_str(), nullptr, 10));
+    }
+  } else if (d.gpu && low.ends_with("/memcpy")) {
+    d.lane = Lane::aggregate;
   }
   return d;
 }
@@ -79,10 +117,7 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
   out.format = TraceFormat::tf1_timeline;
   TraceBuilder builder(out);
   std::unordered_map<int64_t, Device> devices;  // by pid
-  std::vector<int64_t> op_pid;
-  std::vector<int64_t> op_end_ns;
-  std::vector<std::string> op_node;
-  std::vector<std::vector<std::string>> op_inputs;
+  std::vector<RawOp> raw_ops;
   std::vector<RawTensor> tensors;
   std::unordered_map<uint64_t, size_t> last_by_object;  // object id -> tensors index
   std::unordered_map<std::string, int64_t> deletes;     // name -> D time
@@ -157,11 +192,7 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
             }
           }
         }
-        op_pid.push_back(pid);
-        op_end_ns.push_back(op.start_ns + op.duration_ns);
-        op_node.push_back(op.name);
-        op_inputs.push_back(std::move(inputs));
-        builder.add_op(std::move(op));
+        raw_ops.push_back({std::move(op), pid, std::move(inputs)});
         break;
       }
       case 'N': {
@@ -237,17 +268,88 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
   // there is no GPU at all, when the CPU stands in for the device.
   bool any_gpu_device = false;
   for (const auto& [pid, d] : devices) any_gpu_device |= d.gpu;
-  for (size_t op = 0; op < op_pid.size(); ++op) {
-    const auto it = devices.find(op_pid[op]);
-    Op& o = builder.op(static_cast<uint32_t>(op));
-    if (it == devices.end()) {
-      o.device = any_gpu_device ? -1 : 0;
+  const auto device_of = [&](int64_t pid) -> const Device* {
+    const auto it = devices.find(pid);
+    return it == devices.end() ? nullptr : &it->second;
+  };
+
+  // Note [GPU timelines]: kernels join their executor op by node name.
+  // A kernel belongs to the latest run of its node on the same device that
+  // the executor started before the kernel started.
+  std::map<std::pair<int, std::string_view>, std::vector<size_t>> runs;  // executor ops
+  for (size_t r = 0; r < raw_ops.size(); ++r) {
+    const Device* d = device_of(raw_ops[r].pid);
+    if (d && d->gpu && d->lane == Lane::executor)
+      runs[{d->ordinal, raw_ops[r].op.name}].push_back(r);
+  }
+  for (auto& [key, list] : runs)
+    std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) {
+      return raw_ops[a].op.start_ns < raw_ops[b].op.start_ns;
+    });
+  struct DeviceTime {
+    int64_t start_ns = INT64_MAX, end_ns = INT64_MIN;
+    uint32_t stream = 0;
+  };
+  std::vector<DeviceTime> device_time(raw_ops.size());
+  std::vector<bool> keep(raw_ops.size(), true);
+  uint64_t aggregate_events = 0, joined_kernels = 0, copies = 0;
+  for (size_t r = 0; r < raw_ops.size(); ++r) {
+    const Device* d = device_of(raw_ops[r].pid);
+    if (!d || !d->gpu || d->lane == Lane::executor) continue;
+    if (d->lane == Lane::aggregate) {
+      keep[r] = false;
+      ++aggregate_events;
       continue;
     }
-    o.device = it->second.gpu ? it->second.ordinal : (any_gpu_device ? -1 : 0);
-    if (it->second.stream) o.stream = it->second.stream;
+    Op& op = raw_ops[r].op;
+    op.stream = d->stream;
+    if (op.type.starts_with("MEMCPYHtoD") || op.type.starts_with("MEMCPYDtoH") ||
+        op.type.starts_with("MEMCPYPtoP")) {
+      op.is_copy = true;
+      ++copies;
+      continue;
+    }
+    const auto it = runs.find({d->ordinal, op.name});
+    if (it == runs.end()) continue;  // a kernel of no executor op: kept on its stream
+    size_t run = it->second.front();
+    for (size_t candidate : it->second) {
+      if (raw_ops[candidate].op.start_ns > op.start_ns) break;
+      run = candidate;
+    }
+    DeviceTime& t = device_time[run];
+    if (op.start_ns < t.start_ns) t.stream = d->stream;
+    t.start_ns = std::min(t.start_ns, op.start_ns);
+    t.end_ns = std::max(t.end_ns, op.start_ns + op.duration_ns);
+    keep[r] = false;
+    ++joined_kernels;
   }
 
+  // The ops, in source order; an executor op with kernels takes their
+  // device time, and its host time stays for joining tensors.
+  std::vector<int64_t> op_host_start_ns, op_end_ns;
+  std::vector<std::string> op_node;
+  std::vector<std::vector<std::string>> op_inputs;
+  std::vector<bool> on_device_clock;
+  for (size_t r = 0; r < raw_ops.size(); ++r) {
+    if (!keep[r]) continue;
+    RawOp& raw = raw_ops[r];
+    const Device* d = device_of(raw.pid);
+    Op op = std::move(raw.op);
+    op.device = d ? (d->gpu ? d->ordinal : (any_gpu_device ? -1 : 0)) : (any_gpu_device ? -1 : 0);
+    if (d && d->lane == Lane::stream) op.stream = d->stream;
+    op_host_start_ns.push_back(op.start_ns);
+    const DeviceTime& t = device_time[r];
+    on_device_clock.push_back(t.end_ns != INT64_MIN || (d && d->lane == Lane::stream));
+    if (t.end_ns != INT64_MIN) {
+      op.start_ns = t.start_ns;
+      op.duration_ns = t.end_ns - t.start_ns;
+      op.stream = t.stream;
+    }
+    op_end_ns.push_back(op.start_ns + op.duration_ns);
+    op_node.push_back(op.name);
+    op_inputs.push_back(std::move(raw.inputs));
+    builder.add_op(std::move(op));
+  }
   // Producers by node name, consumers by tensor key, each in time order.
   std::unordered_map<std::string_view, std::vector<uint32_t>> by_node;
   std::unordered_map<std::string_view, std::vector<uint32_t>> by_input;
@@ -255,9 +357,7 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
     by_node[op_node[op]].push_back(op);
     for (const std::string& in : op_inputs[op]) by_input[in].push_back(op);
   }
-  auto by_start = [&](uint32_t a, uint32_t b) {
-    return builder.op(a).start_ns < builder.op(b).start_ns;
-  };
+  auto by_start = [&](uint32_t a, uint32_t b) { return op_host_start_ns[a] < op_host_start_ns[b]; };
   for (auto& [k, v] : by_node) std::stable_sort(v.begin(), v.end(), by_start);
   for (auto& [k, v] : by_input) std::stable_sort(v.begin(), v.end(), by_start);
 
@@ -279,7 +379,7 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
   spaces.decide(builder);
 
   uint64_t undescribed = 0;
-  uint64_t derived_frees = 0;
+  uint64_t derived_frees = 0, device_lifetimes = 0;
   for (size_t index = 0; index < tensors.size(); ++index) {
     const RawTensor& raw = tensors[index];
     const std::string& name = raw.name;
@@ -308,21 +408,30 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
       if (const auto it = by_node.find(node); it != by_node.end()) {
         // The producer started when the tensor was created (same timestamp).
         for (uint32_t op : it->second) {
-          if (builder.op(op).start_ns > raw.alloc_ns) break;
+          if (op_host_start_ns[op] > raw.alloc_ns) break;
           t.producer = op;
         }
         if (t.producer != kNoOp) last_use_ns = std::max(last_use_ns, op_end_ns[t.producer]);
       }
       if (const auto it = by_input.find(key); it != by_input.end()) {
         for (uint32_t op : it->second) {
-          const int64_t start = builder.op(op).start_ns;
+          const int64_t start = op_host_start_ns[op];
           if (start < raw.alloc_ns) continue;
           if (start >= window_end) break;
           t.accesses.push_back(op);
           last_use_ns = std::max(last_use_ns, op_end_ns[op]);
         }
       }
-      if (n + 1 == list.size() && deletes.count(name)) {
+      // On a GPU the tensor lives from its producer's first kernel to the
+      // end of its last consumer's last kernel; the executor's D is a host time.
+      bool device_lifetime = t.producer != kNoOp && on_device_clock[t.producer];
+      for (uint32_t op : t.accesses) device_lifetime |= on_device_clock[op];
+      if (device_lifetime) {
+        if (t.producer != kNoOp && on_device_clock[t.producer])
+          t.alloc_ns = builder.op(t.producer).start_ns;
+        t.free_ns = std::max(last_use_ns, t.alloc_ns);
+        ++device_lifetimes;
+      } else if (n + 1 == list.size() && deletes.count(name)) {
         t.free_ns = std::max(deletes[name], raw.alloc_ns);
       } else {
         t.free_ns = last_use_ns;
@@ -348,6 +457,17 @@ bool import_tf1_timeline(simdjson::dom::array events, const JsonPath& path,
     }
     builder.add_iteration(first, last + 1);
   }
+  if (aggregate_events)
+    builder.note(fmt::format("{} events of the aggregate lanes (stream:all, memcpy) dropped: they "
+                             "repeat the stream lanes", aggregate_events));
+  if (joined_kernels)
+    builder.note(fmt::format("{} kernels joined to their executor ops: those ops take their "
+                             "kernels' device time", joined_kernels));
+  if (copies)
+    builder.note(fmt::format("{} host-device copies on copy streams", copies));
+  if (device_lifetimes)
+    builder.note(fmt::format("{} tensors live on the device's clock, from their producer's first "
+                             "kernel to their last consumer's last kernel", device_lifetimes));
   if (undescribed)
     builder.note(fmt::format("{} tensor objects without an allocation description (size 0)",
                              undescribed));

@@ -11,7 +11,11 @@
 // - TensorFlow op events on the host plane ("node:Type" TraceMe names) as
 //   host ops, and kernels on device planes ("/device:GPU:N", stream lines)
 //   as device ops. A tensor's producer is the op named by its tf_op that
-//   encloses the allocation (or the latest such op before it).
+//   encloses the allocation (or the latest such op before it). Host events
+//   with a correlation_id are the launches of device events; through them
+//   device tensors and steps move onto the device's clock (Note [Device
+//   time of memory events], device_clock.h). Host-device copies are ops
+//   marked as copies.
 // - Events with a step_num stat (tf.profiler.experimental.Trace(step_num=))
 //   as iterations; without them the whole profile is one iteration.
 // Dropped: every other TraceMe (executor, eager and Python events), derived
@@ -23,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "tracer/import/builder.h"
+#include "tracer/import/device_clock.h"
 #include "tracer/import/proto_importers.h"
 #include "tracer/import/tf_common.h"
 #include "proto/xplane.pb.h"
@@ -83,6 +88,13 @@ bool is_op_event(std::string_view name, std::string_view& node, std::string_view
   return true;
 }
 
+// Copies between host and device, which run on a copy engine.
+bool is_host_device_copy(std::string_view name) {
+  return name.starts_with("MemcpyH2D") || name.starts_with("MemcpyD2H") ||
+         name.starts_with("MemcpyHtoD") || name.starts_with("MemcpyDtoH") ||
+         name.starts_with("MemcpyP2P");
+}
+
 struct MemoryEvent {
   int64_t time_ns;
   bool alloc;
@@ -118,7 +130,9 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
     int64_t start_ns, end_ns;
   };
   std::vector<Step> steps;
-  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;  // host ops
+  int64_t device_first_ns = INT64_MAX, device_last_ns = INT64_MIN;
+  DeviceClock clock;
 
   for (const pb::XPlane& plane : space.planes()) {
     const bool host = plane.name().starts_with("/host:");
@@ -150,6 +164,7 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
           const auto sn = stat_names.find(s.metadata_id());
           if (sn != stat_names.end()) stats.by_name[sn->second] = &s;
         }
+        const std::optional<int64_t> correlation = stats.integer("correlation_id");
         if (gpu) {
           Op op;
           op.name = event_name;
@@ -158,8 +173,19 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
           op.stream = static_cast<uint32_t>(line.id());
           op.start_ns = start_ns;
           op.duration_ns = duration_ns;
+          op.is_copy = is_host_device_copy(event_name);
+          if (correlation)
+            clock.add_work(static_cast<uint64_t>(*correlation), ordinal, start_ns,
+                           start_ns + duration_ns);
+          device_first_ns = std::min(device_first_ns, start_ns);
+          device_last_ns = std::max(device_last_ns, start_ns + duration_ns);
           builder.add_op(std::move(op));
           op_end_ns.push_back(start_ns + duration_ns);
+          continue;
+        }
+        // The host side of a kernel launch or copy (CUPTI's API callback).
+        if (correlation) {
+          clock.add_launch(static_cast<uint64_t>(*correlation), start_ns);
           continue;
         }
         if (event_name == "MemoryAllocation" || event_name == "MemoryDeallocation") {
@@ -212,7 +238,14 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
   std::map<std::string, int64_t> lifetime_peaks;
   std::map<std::pair<std::string, uint64_t>, size_t> live;
   uint64_t unpaired_frees = 0;
+  std::map<std::string, uint64_t> before_profile;  // bytes held before the first event
   for (const MemoryEvent& m : memory) {
+    if (m.bytes_allocated && !before_profile.count(m.allocator)) {
+      // bytes_allocated counts the event itself (BFCAllocator::AddTraceMe).
+      const auto size = static_cast<int64_t>(m.allocation ? m.allocation : m.requested);
+      before_profile[m.allocator] =
+          static_cast<uint64_t>(std::max<int64_t>(*m.bytes_allocated - (m.alloc ? size : -size), 0));
+    }
     std::optional<uint64_t>& peak = peaks[m.allocator];
     if (m.bytes_allocated && *m.bytes_allocated >= 0)
       peak = std::max(peak.value_or(0), static_cast<uint64_t>(*m.bytes_allocated));
@@ -258,11 +291,58 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
     spaces.count(m.allocator, size);
     builder.add_tensor(std::move(t));
   }
+  // Memory held before the profile and not freed in it (weights, optimizer
+  // state): what bytes_allocated says was there beyond what the profile's
+  // own frees account for, as one persistent tensor per allocator.
+  uint64_t never_freed_bytes = 0;
+  for (const auto& [allocator, held_bytes] : before_profile) {
+    uint64_t freed = 0;
+    for (const Tensor& t : out.tensors)
+      if (t.persistent && t.allocator == allocator) freed += t.size_bytes;
+    if (held_bytes <= freed) continue;
+    Tensor t;
+    t.name = "(allocated before the profile)";
+    t.size_bytes = held_bytes - freed;
+    t.requested_bytes = t.size_bytes;
+    t.allocator = allocator;
+    t.persistent = true;
+    never_freed_bytes += t.size_bytes;
+    spaces.count(allocator, 0);
+    builder.add_tensor(std::move(t));
+  }
+  if (never_freed_bytes)
+    builder.note(fmt::format("{} bytes allocated before the profile and not freed in it (by "
+                             "bytes_allocated): one persistent tensor per allocator",
+                             never_freed_bytes));
   spaces.decide(builder);
   for (Tensor& t : out.tensors) {
     t.space = spaces.space(t.allocator);
     t.device = spaces.device(t.allocator);
   }
+  // Device tensors onto the device's clock (Note [Device time of memory
+  // events]): the BFC allocator hands memory out when the op is enqueued.
+  clock.finish();
+  bool moved = false;
+  for (Tensor& t : out.tensors) {
+    if (t.space != MemorySpace::device || !clock.mapped(t.device)) continue;
+    moved = true;
+    if (!t.persistent) t.alloc_ns = clock.alloc_ns(t.device, t.alloc_ns);
+    if (t.free_ns) t.free_ns = std::max(clock.free_ns(t.device, *t.free_ns), t.alloc_ns);
+  }
+  // The device with the most kernels: its clock places the steps.
+  int step_device = -1;
+  {
+    std::map<int, size_t> work;
+    for (const Op& op : out.ops)
+      if (op.device >= 0 && !op.is_copy) ++work[op.device];
+    size_t most = 0;
+    for (const auto& [device, count] : work)
+      if (count > most) step_device = device, most = count;
+  }
+  const bool step_clock = step_device >= 0 && clock.mapped(step_device);
+  if (moved)
+    builder.note("device tensors and steps on the device's clock, through the kernels' "
+                 "launches (correlation_id)");
   for (const auto& [allocator, peak] : peaks)
     builder.report_allocator(allocator, spaces.space(allocator), spaces.device(allocator), peak);
   if (const auto it = peaks.find(spaces.device_allocator()); it != peaks.end() && it->second)
@@ -272,9 +352,16 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
                              "included)", allocator, peak));
 
   if (!steps.empty()) {
-    for (const Step& s : steps) builder.add_iteration(s.start_ns, s.end_ns);
-  } else if (first_ns <= last_ns) {
-    builder.add_iteration(first_ns, last_ns + 1);
+    for (const Step& s : steps) {
+      if (step_clock)
+        builder.add_iteration(clock.alloc_ns(step_device, s.start_ns),
+                              clock.free_ns(step_device, s.end_ns));
+      else
+        builder.add_iteration(s.start_ns, s.end_ns);
+    }
+  } else if (first_ns <= last_ns || device_first_ns <= device_last_ns) {
+    builder.add_iteration(std::min(first_ns, device_first_ns),
+                          std::max(last_ns, device_last_ns) + 1);
     builder.note("no step_num events: the whole profile is one iteration");
   }
   if (unpaired_frees)

@@ -54,13 +54,17 @@ void AllocatorSpaces::decide(TraceBuilder& builder) {
   uint64_t best = 0;
   for (const auto& [name, bytes] : bytes_) {
     const AllocatorKind kind = classify_allocator(name);
+    // Of several GPUs, the one that served the most bytes (the one planned).
     if (kind == AllocatorKind::gpu) {
-      if (!any_gpu_ || device_ordinal(name) < device_ordinal(device_allocator_))
+      if (!any_gpu_ || bytes > best) {
         device_allocator_ = name;
+        best = bytes;
+      }
       any_gpu_ = true;
     }
   }
   if (any_gpu_) return;
+  best = 0;
   for (const auto& [name, bytes] : bytes_) {
     if (classify_allocator(name) != AllocatorKind::cpu) continue;
     if (device_allocator_.empty() || bytes > best) {

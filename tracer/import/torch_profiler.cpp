@@ -11,16 +11,22 @@
 // before the trace (persistent until their free). The maximum "Total
 // Allocated" per device is the source's own peak.
 //
+// Memory events pair as Note [Pairing memory events] says; with kernels in
+// the trace, CUDA tensors then live on the device's clock (Note [Device time
+// of memory events], device_clock.h), and so do the ProfilerStep spans.
+//
 // Dropped: python_function and other annotation events, flow events, input
 // shapes, "Total Reserved" (the caching allocator's reservation).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "tracer/import/builder.h"
+#include "tracer/import/device_clock.h"
 #include "tracer/import/json_importers.h"
 
 namespace cuswap::trace::import {
@@ -43,6 +49,8 @@ struct Span {
   uint32_t op;
 };
 
+
+
 bool optional_int(simdjson::dom::object o, std::string_view key, const JsonPath& p,
                   const JsonErrors& errors, std::optional<int64_t>& out) {
   simdjson::dom::element e;
@@ -60,6 +68,123 @@ std::string allocator_name(const MemoryEvent& m) {
                                                                 m.device_type, m.device_id));
 }
 
+// Note [Pairing memory events]
+// With addresses, a free ends the live allocation at its address, and a free
+// of an address nothing in the trace allocated is memory allocated before
+// the trace (a persistent tensor until its free). Without addresses (PyTorch
+// before 1.10), the live bytes must follow the running sum of the events
+// exactly: a free ends the latest live allocation of its size; a free of a
+// size no live allocation has ends the oldest live allocations until as many
+// bytes are given back, splitting the last one where it gives back less than
+// its size; only bytes freed beyond everything live are memory from before
+// the trace. The persistent bytes are then exactly the deepest the running
+// sum goes below zero, and every other free pairs with an allocation.
+class LivePool {
+ public:
+  LivePool(std::string allocator, int device) : allocator_(std::move(allocator)), device_(device) {}
+
+  uint64_t persistent_frees = 0;
+  uint64_t split_frees = 0;
+  uint64_t reused_addresses = 0;
+
+  void allocate(Trace& out, Tensor t, bool has_addr) {
+    if (has_addr) {
+      if (const auto it = by_addr_.find(t.address); it != by_addr_.end()) {
+        ++reused_addresses;
+        end(out, it->second, t.alloc_ns);
+      }
+    }
+    const size_t index = out.tensors.size();
+    out.tensors.push_back(std::move(t));
+    add_live(out, index, has_addr);
+  }
+
+  void free(Trace& out, uint64_t bytes, bool has_addr, uint64_t addr, int64_t ts_ns) {
+    if (has_addr) {
+      if (const auto it = by_addr_.find(addr); it != by_addr_.end()) {
+        end(out, it->second, ts_ns);
+        return;
+      }
+      persistent(out, bytes, addr, ts_ns);
+      return;
+    }
+    if (const auto it = by_size_.find(bytes); it != by_size_.end() && !it->second.empty()) {
+      end(out, it->second.back(), ts_ns);
+      return;
+    }
+    ++split_frees;
+    uint64_t left = bytes;
+    while (left > 0 && !oldest_.empty()) {
+      const size_t index = oldest_.begin()->second;
+      const uint64_t size = out.tensors[index].size_bytes;
+      if (size <= left) {
+        left -= size;
+        end(out, index, ts_ns);
+        continue;
+      }
+      // The oldest gives back `left` of its bytes: it becomes two tensors,
+      // one ending now and one that stays live.
+      remove_live(out, index);
+      Tensor rest = out.tensors[index];
+      rest.size_bytes = size - left;
+      rest.requested_bytes = std::min(rest.requested_bytes, rest.size_bytes);
+      out.tensors[index].size_bytes = left;
+      out.tensors[index].requested_bytes = std::min(out.tensors[index].requested_bytes, left);
+      out.tensors[index].free_ns = std::max(ts_ns, out.tensors[index].alloc_ns);
+      const size_t rest_index = out.tensors.size();
+      out.tensors.push_back(std::move(rest));
+      add_live(out, rest_index, false);
+      left = 0;
+    }
+    if (left > 0) persistent(out, left, 0, ts_ns);
+  }
+
+ private:
+  void add_live(Trace& out, size_t index, bool has_addr) {
+    const Tensor& t = out.tensors[index];
+    if (has_addr) by_addr_[t.address] = index;
+    else by_size_[t.size_bytes].push_back(index);
+    oldest_.insert({t.alloc_ns, index});
+  }
+  void remove_live(Trace& out, size_t index) {
+    const Tensor& t = out.tensors[index];
+    oldest_.erase({t.alloc_ns, index});
+    if (const auto it = by_addr_.find(t.address); it != by_addr_.end() && it->second == index) {
+      by_addr_.erase(it);
+      return;
+    }
+    if (const auto it = by_size_.find(t.size_bytes); it != by_size_.end()) {
+      std::vector<size_t>& list = it->second;
+      if (const auto at = std::find(list.rbegin(), list.rend(), index); at != list.rend())
+        list.erase(std::next(at).base());
+      if (list.empty()) by_size_.erase(it);
+    }
+  }
+  void end(Trace& out, size_t index, int64_t ts_ns) {
+    remove_live(out, index);
+    Tensor& t = out.tensors[index];
+    t.free_ns = std::max(ts_ns, t.alloc_ns);
+  }
+  void persistent(Trace& out, uint64_t bytes, uint64_t addr, int64_t ts_ns) {
+    ++persistent_frees;
+    Tensor t;
+    t.size_bytes = bytes;
+    t.requested_bytes = bytes;
+    t.allocator = allocator_;
+    t.device = device_;
+    t.address = addr;
+    t.persistent = true;
+    t.free_ns = ts_ns;
+    out.tensors.push_back(std::move(t));
+  }
+
+  std::unordered_map<uint64_t, size_t> by_addr_;
+  std::map<uint64_t, std::vector<size_t>> by_size_;
+  std::set<std::pair<int64_t, size_t>> oldest_;
+  std::string allocator_;
+  int device_;
+};
+
 }  // namespace
 
 bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
@@ -70,8 +195,9 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
   std::map<std::pair<int64_t, int64_t>, std::vector<Span>> cpu_spans;  // by (pid, tid)
   std::map<std::pair<int64_t, int64_t>, uint32_t> lanes;
   std::vector<bool> host_op;
+  DeviceClock clock;
   bool any_cuda = false;
-  uint64_t steps = 0;
+  std::vector<Span> steps;  // host time
 
   size_t i = 0;
   for (simdjson::dom::element e : events) {
@@ -136,8 +262,13 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
       return false;
     dur_ns = std::max<int64_t>(dur_ns, 0);
     if (name.starts_with("ProfilerStep#")) {
-      builder.add_iteration(ts_ns, ts_ns + dur_ns);
-      ++steps;
+      steps.push_back({ts_ns, ts_ns + dur_ns, 0});
+      continue;
+    }
+    if (cat == "cuda_runtime" || cat == "Runtime") {
+      std::optional<int64_t> correlation;
+      if (has_args && !optional_int(args, "correlation", ap, errors, correlation)) return false;
+      if (correlation) clock.add_launch(static_cast<uint64_t>(*correlation), ts_ns);
       continue;
     }
     const bool cpu = cat == "cpu_op" || cat == "Operator";
@@ -159,11 +290,15 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
       continue;
     }
     op.type = kernel ? op.name : (copy ? "memcpy" : "memset");
-    std::optional<int64_t> device, stream;
+    op.is_copy = copy;
+    std::optional<int64_t> device, stream, correlation;
     if (has_args && (!optional_int(args, "device", ap, errors, device) ||
-                     !optional_int(args, "stream", ap, errors, stream)))
+                     !optional_int(args, "stream", ap, errors, stream) ||
+                     !optional_int(args, "correlation", ap, errors, correlation)))
       return false;
     op.device = static_cast<int>(std::max<int64_t>(device.value_or(0), 0));
+    if (correlation)
+      clock.add_work(static_cast<uint64_t>(*correlation), op.device, ts_ns, ts_ns + dur_ns);
     op.stream = static_cast<uint32_t>(std::max<int64_t>(stream.value_or(0), 0));
     any_cuda = true;
     builder.add_op(std::move(op));
@@ -201,34 +336,32 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
     }
   }
 
-  // Pair allocations and frees in time order.
+  // Pair allocations and frees in time order (Note [Pairing memory events]).
   std::vector<size_t> order(memory.size());
   for (size_t m = 0; m < order.size(); ++m) order[m] = m;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return memory[a].ts_ns < memory[b].ts_ns; });
-  struct Key {
-    int type, id;
-    uint64_t addr;
-    bool operator<(const Key& o) const {
-      return std::tie(type, id, addr) < std::tie(o.type, o.id, o.addr);
-    }
-  };
-  std::map<Key, size_t> live;  // -> index in out.tensors
   std::map<std::string, std::optional<uint64_t>> peaks;
   std::map<std::string, int> allocator_device;
-  uint64_t unpaired_frees = 0, without_addr = 0;
+  std::map<std::string, LivePool> pools;  // by allocator
+  std::map<std::string, uint64_t> before_trace;  // bytes held before the first event
+  uint64_t without_addr = 0;
   for (size_t m : order) {
     const MemoryEvent& me = memory[m];
     const std::string allocator = allocator_name(me);
     allocator_device[allocator] = me.device_type == 1 ? me.device_id : 0;
     std::optional<uint64_t>& peak = peaks[allocator];
-    if (me.total_allocated) peak = std::max(peak.value_or(0), *me.total_allocated);
+    if (me.total_allocated) {
+      peak = std::max(peak.value_or(0), *me.total_allocated);
+      // What the allocator held before this first event: memory from before the trace.
+      if (!before_trace.count(allocator)) {
+        const int64_t before = static_cast<int64_t>(*me.total_allocated) - me.bytes;
+        before_trace[allocator] = static_cast<uint64_t>(std::max<int64_t>(before, 0));
+      }
+    }
     if (!me.has_addr) ++without_addr;
-    // Without addresses (old traces), a free pairs with the latest live
-    // allocation of the same size: the key uses the size as its address.
-    const Key key{me.device_type, me.device_id,
-                  me.has_addr ? me.addr : static_cast<uint64_t>(me.bytes < 0 ? -me.bytes : me.bytes)};
     if (me.bytes == 0) continue;  // neither an allocation nor a free
+    LivePool& pool = pools.try_emplace(allocator, allocator, allocator_device[allocator]).first->second;
     if (me.bytes > 0) {
       Tensor t;
       t.size_bytes = static_cast<uint64_t>(me.bytes);
@@ -239,26 +372,69 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
       t.alloc_ns = me.ts_ns;
       t.producer = producer[m];
       if (t.producer != kNoOp) t.name = builder.op(t.producer).name;
-      live[key] = out.tensors.size();
-      builder.add_tensor(std::move(t));
-      continue;
+      pool.allocate(out, std::move(t), me.has_addr);
+    } else {
+      pool.free(out, static_cast<uint64_t>(-me.bytes), me.has_addr, me.addr, me.ts_ns);
     }
-    const auto it = live.find(key);
-    if (it != live.end()) {
-      out.tensors[it->second].free_ns = me.ts_ns;
-      live.erase(it);
-      continue;
-    }
-    ++unpaired_frees;
+  }
+  // Memory held before the trace and not freed in it (weights, optimizer
+  // state): what "Total Allocated" says was there beyond what the trace's
+  // own frees account for. One persistent tensor keeps the live bytes equal
+  // to the allocator's count.
+  uint64_t never_freed_bytes = 0;
+  for (const auto& [allocator, bytes] : before_trace) {
+    uint64_t freed = 0;
+    for (const Tensor& t : out.tensors)
+      if (t.persistent && t.allocator == allocator) freed += t.size_bytes;
+    if (bytes <= freed) continue;
     Tensor t;
-    t.size_bytes = static_cast<uint64_t>(-me.bytes);
+    t.name = "(allocated before the trace)";
+    t.size_bytes = bytes - freed;
     t.requested_bytes = t.size_bytes;
     t.allocator = allocator;
     t.device = allocator_device[allocator];
-    t.address = me.has_addr ? me.addr : 0;
     t.persistent = true;
-    t.free_ns = me.ts_ns;
+    never_freed_bytes += t.size_bytes;
     builder.add_tensor(std::move(t));
+  }
+  if (never_freed_bytes)
+    builder.note(fmt::format("{} bytes allocated before the trace and not freed in it (by \"Total "
+                             "Allocated\"): one persistent tensor per allocator", never_freed_bytes));
+
+  // Paired on the host's clock, where the events happened; then lifetimes
+  // move to the device's (Note [Device time of memory events]).
+  clock.finish();
+  if (clock.mapped()) {
+    for (Tensor& t : out.tensors) {
+      if (!t.allocator.starts_with("cuda:")) continue;
+      if (!t.persistent) t.alloc_ns = clock.alloc_ns(t.device, t.alloc_ns);
+      if (t.free_ns) t.free_ns = std::max(clock.free_ns(t.device, *t.free_ns), t.alloc_ns);
+    }
+    builder.note("CUDA tensors and steps on the device's clock: from the first kernel launched "
+                 "after their start to the end of the last launched before their end");
+  }
+  // Steps on the clock of the device with the most work.
+  int step_device = -1;
+  size_t most_work = 0;
+  {
+    std::map<int, size_t> work;
+    for (size_t op = 0; op < host_op.size(); ++op)
+      if (!host_op[op]) ++work[builder.op(static_cast<uint32_t>(op)).device];
+    for (const auto& [device, count] : work)
+      if (count > most_work) step_device = device, most_work = count;
+  }
+  for (const Span& step : steps) {
+    if (step_device >= 0 && clock.mapped(step_device))
+      builder.add_iteration(clock.alloc_ns(step_device, step.start_ns),
+                            clock.free_ns(step_device, step.end_ns));
+    else
+      builder.add_iteration(step.start_ns, step.end_ns);
+  }
+  uint64_t persistent_frees = 0, split_frees = 0, reused = 0;
+  for (const auto& [name, pool] : pools) {
+    persistent_frees += pool.persistent_frees;
+    split_frees += pool.split_frees;
+    reused += pool.reused_addresses;
   }
 
   // Device or host: CUDA allocations are the device's; without any, the CPU
@@ -286,13 +462,20 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
     }
   if (have_device_peak) out.reported_peak_device_bytes = device_peak;
 
-  if (unpaired_frees)
+  if (persistent_frees)
     builder.note(fmt::format("{} frees of memory allocated before the trace: those tensors "
-                             "are persistent until their free", unpaired_frees));
+                             "are persistent until their free", persistent_frees));
   if (without_addr)
-    builder.note(fmt::format("{} memory events without an address: frees paired by size",
+    builder.note(fmt::format("{} memory events without an address: frees paired by size, "
+                             "live bytes follow the events' running sum",
                              without_addr));
-  if (steps == 0) builder.note("no ProfilerStep#N events: no iterations");
+  if (split_frees)
+    builder.note(fmt::format("{} frees of a size no live allocation has: the oldest live "
+                             "allocations end there", split_frees));
+  if (reused)
+    builder.note(fmt::format("{} allocations at an address still live: the earlier one "
+                             "ends there", reused));
+  if (steps.empty()) builder.note("no ProfilerStep#N events: no iterations");
   builder.finish();
   return true;
 }

@@ -49,6 +49,28 @@ void load_one(const std::string& root, std::vector<Expected>& out,
     if (facts["counter_peak_bytes"].get(counters) == simdjson::SUCCESS)
       for (auto [allocator, value] : counters)
         if (value.get(u) == simdjson::SUCCESS) e.counter_peak_bytes[std::string(allocator)] = u;
+    int64_t i = 0;
+    if (facts["device"].get(i) == simdjson::SUCCESS) e.device = i;
+    if (facts["step_span_ns"].get(u) == simdjson::SUCCESS) e.step_span_ns = u;
+    if (facts["busiest_stream_busy_ns"].get(u) == simdjson::SUCCESS) e.busiest_stream_busy_ns = u;
+    if (facts["running_peak_bytes"].get(u) == simdjson::SUCCESS) e.running_peak_bytes = u;
+    if (facts["device_ops"].get(u) == simdjson::SUCCESS) e.device_ops = u;
+    if (facts["aggregate_events"].get(u) == simdjson::SUCCESS) e.aggregate_events = u;
+    if (facts["joinable_kernels"].get(u) == simdjson::SUCCESS) e.joinable_kernels = u;
+    simdjson::dom::array samples;
+    if (facts["sample_ops"].get(samples) == simdjson::SUCCESS) {
+      for (simdjson::dom::element sample : samples) {
+        Expected::SampleOp op;
+        int64_t start = 0, duration = 0;
+        if (sample.at(0).get(s) != simdjson::SUCCESS || sample.at(1).get(start) != simdjson::SUCCESS ||
+            sample.at(2).get(duration) != simdjson::SUCCESS)
+          continue;
+        op.name = s;
+        op.start_ns = start;
+        op.duration_ns = duration;
+        e.sample_ops.push_back(std::move(op));
+      }
+    }
     out.push_back(std::move(e));
   }
 }

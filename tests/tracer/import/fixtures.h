@@ -24,6 +24,15 @@ struct Expected {
   uint64_t reported_peak_bytes = 0;
   std::optional<uint64_t> frees, deallocations, snapshots, sampled_snapshots;
   std::map<std::string, uint64_t> counter_peak_bytes;
+  // GPU captures only (fixture_facts.py's docstring says what each means).
+  std::optional<int64_t> device;
+  std::optional<uint64_t> step_span_ns, busiest_stream_busy_ns, running_peak_bytes;
+  uint64_t device_ops = 0, aggregate_events = 0, joinable_kernels = 0;
+  struct SampleOp {
+    std::string name;
+    int64_t start_ns = 0, duration_ns = 0;
+  };
+  std::vector<SampleOp> sample_ops;
 };
 
 // Test names show the file, not the bytes of the struct.

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "policy/simulator.h"
+#include "policy/workload.h"
 #include "tests/tracer/import/fixtures.h"
 #include "tracer/import/import.h"
 
@@ -32,7 +34,19 @@ TEST_P(Golden, MatchesTheSource) {
   ASSERT_TRUE(import_trace(e.path, ImportOptions{}, trace, error)) << error;
   EXPECT_EQ(validate(trace), "");
   EXPECT_EQ(format_name(trace.format), e.format);
-  EXPECT_EQ(trace.ops.size(), e.ops);
+  // GPU captures: device work is read too; TF1's aggregate lanes are
+  // dropped and kernels join their executor ops.
+  EXPECT_EQ(trace.ops.size(), e.ops + e.device_ops - e.aggregate_events - e.joinable_kernels);
+  if (e.allocator.empty()) {  // captured without memory events
+    EXPECT_TRUE(trace.tensors.empty());
+    return;
+  }
+  if (e.running_peak_bytes && e.reported_peak_bytes == 0) {
+    // No count of its own: the events' running sum is the figure.
+    EXPECT_FALSE(trace.reported_peak_device_bytes.has_value());
+    EXPECT_EQ(count_tensors(trace, e.allocator, false), e.tensors);
+    return;
+  }
 
   // The allocator the figures are about is the device's, and its peak is
   // the one reported.
@@ -63,9 +77,10 @@ TEST_P(Golden, MatchesTheSource) {
     EXPECT_EQ(events, expected_events);
   } else if (e.format == "tf2-xplane") {
     EXPECT_EQ(count_tensors(trace, e.allocator, false), e.tensors);
-    uint64_t frees = count_tensors(trace, e.allocator, true);
+    // Every free ends a tensor, allocated in the profile or before it.
+    uint64_t frees = 0;
     for (const Tensor& t : trace.tensors)
-      frees += t.allocator == e.allocator && !t.persistent && t.free_ns;
+      frees += t.allocator == e.allocator && t.free_ns;
     EXPECT_EQ(frees, e.deallocations.value_or(0));
     EXPECT_EQ(allocator->peak_bytes, e.reported_peak_bytes);
   } else if (e.format == "torch-profiler" || e.format == "torch-snapshot") {
@@ -80,6 +95,72 @@ TEST_P(Golden, MatchesTheSource) {
   }
   EXPECT_FALSE(trace.sampled && e.format != "tf2-memory-profile");
 }
+
+// GPU captures: the step on the device's clock, its ops and its memory.
+class GoldenGpu : public ::testing::TestWithParam<Expected> {};
+
+TEST_P(GoldenGpu, DeviceTimeAndPeak) {
+  const Expected& e = GetParam();
+  Trace trace;
+  std::string error;
+  ASSERT_TRUE(import_trace(e.path, ImportOptions{}, trace, error)) << error;
+  ASSERT_TRUE(e.device.has_value());
+  const int device = static_cast<int>(*e.device);
+
+  // The infinite-memory step takes the step's span on the device, and at
+  // least the busy time of its busiest stream.
+  policy::Workload w;
+  policy::WorkloadOptions options;
+  options.device = device;
+  ASSERT_TRUE(policy::build_workload(trace, options, w, error)) << error;
+  const int64_t step_ns = policy::infinite_memory_starts(w, 1.0).back();
+  const auto span = static_cast<double>(*e.step_span_ns);
+  EXPECT_NEAR(static_cast<double>(step_ns), span, 0.10 * span);
+  EXPECT_GE(step_ns, static_cast<int64_t>(*e.busiest_stream_busy_ns));
+
+  // Sample kernels: an op of that name on the device covers each, at the
+  // same time from the origin (TF1: the trace's; PyTorch and TF2: the first
+  // kernel of the device in the planned step).
+  int64_t origin_ns = 0;
+  if (e.format != "tf1-timeline") {  // the first kernel of the device (in the planned step)
+    const int64_t from = w.iteration == kNoIteration ? 0 : trace.iterations[w.iteration].start_ns;
+    origin_ns = INT64_MAX;
+    for (const Op& op : trace.ops)
+      if (op.device == device && !op.is_copy && op.start_ns >= from)
+        origin_ns = std::min(origin_ns, op.start_ns);
+  }
+  ASSERT_FALSE(e.sample_ops.empty());
+  constexpr int64_t kSlackNs = 1000;  // sources in whole or fractional microseconds
+  for (const Expected::SampleOp& s : e.sample_ops) {
+    const int64_t start = origin_ns + s.start_ns;
+    const bool found = std::any_of(trace.ops.begin(), trace.ops.end(), [&](const Op& op) {
+      return op.device == device && op.name == s.name && op.start_ns <= start + kSlackNs &&
+             op.start_ns + op.duration_ns + kSlackNs >= start + s.duration_ns;
+    });
+    EXPECT_TRUE(found) << s.name << " at " << s.start_ns << " ns for " << s.duration_ns << " ns";
+  }
+
+  // The device's peak: the allocator's own count where it keeps one, else
+  // the running sum of the events; the planned workload sees the same.
+  if (e.allocator.empty()) return;
+  const uint64_t source_peak = e.reported_peak_bytes ? e.reported_peak_bytes : *e.running_peak_bytes;
+  EXPECT_EQ(device_live_peak(trace, device).bytes, source_peak);
+  const std::vector<uint64_t> live = policy::live_bytes_per_op(w);
+  const uint64_t window_peak = *std::max_element(live.begin(), live.end());
+  EXPECT_LE(window_peak, source_peak);
+}
+
+std::vector<Expected> gpu_fixtures() {
+  std::vector<Expected> out;
+  for (const Expected& e : load_expected())
+    if (e.step_span_ns) out.push_back(e);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenGpu, ::testing::ValuesIn(gpu_fixtures()),
+                         [](const ::testing::TestParamInfo<Expected>& param_info) {
+                           return test_name(param_info.param.file);
+                         });
 
 TEST(GoldenFixtures, AreAllPresent) {
   std::vector<std::string> missing;
