@@ -195,13 +195,15 @@ bool set_log(LogLevel& field, const Pair& pair) {
 constexpr std::string_view kBoolDoc = "true or false";
 constexpr std::string_view kPathDoc = "a path of at most 1023 bytes without ',', '[' or ']'";
 
-constexpr std::array<OptionSpec<Options>, 7> kOptionSpecs{{
+constexpr std::array<OptionSpec<Options>, 8> kOptionSpecs{{
     {"passthrough", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.passthrough, p); }},
     {"budget", "a size like 12GiB, or per device like [0:12GiB,1:10GiB]",
      [](Options& o, const Pair& p) { return set_per_device_size(o.budget_bytes, p); }},
     {"swap_min", "a size like 1MiB",
      [](Options& o, const Pair& p) { return set_size(o.swap_min_bytes, p); }},
     {"record", kPathDoc, [](Options& o, const Pair& p) { return set_path(o.record_path, p); }},
+    {"record_timing", kBoolDoc,
+     [](Options& o, const Pair& p) { return set_bool(o.record_timing, p); }},
     {"plan", kPathDoc, [](Options& o, const Pair& p) { return set_path(o.plan_path, p); }},
     {"log", "error, warn, info or debug",
      [](Options& o, const Pair& p) { return set_log(o.log, p); }},
@@ -560,6 +562,11 @@ size_t describe(const Options& options, std::span<char> out) {
   if (!options.record_path.empty()) {
     writer.begin();
     writer.put("record:{}", options.record_path.view());
+    writer.end();
+  }
+  if (!options.record_timing) {  // written only when off, as it is rarely
+    writer.begin();
+    writer.put("record_timing:false");
     writer.end();
   }
   if (!options.plan_path.empty()) {

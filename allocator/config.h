@@ -173,6 +173,7 @@ struct Options {
   PerDevice<uint64_t> budget_bytes;   // budget: device memory cap (default: card total)
   uint64_t swap_min_bytes = 1 << 20;  // swap_min: smallest buffer given its own range
   FixedString record_path;            // record: write a .cst trace here
+  bool record_timing = true;          // record_timing: time launches on the device when recording
   FixedString plan_path;              // plan: follow this plan
   LogLevel log = LogLevel::warn;      // log: error|warn|info|debug
   bool stats = false;                 // stats: print counters at exit

@@ -133,6 +133,7 @@ X(cuDriverGetVersion, (int *driverVersion), (driverVersion)) \
   X(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream)) \
   X(cuEventQuery, (CUevent hEvent), (hEvent)) \
   X(cuEventSynchronize, (CUevent hEvent), (hEvent)) \
+  X(cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd), (pMilliseconds, hStart, hEnd)) \
   X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags)) \
   X(cuMemFreeHost, (void *p), (p)) \
   X(cuMemAddressReserve, (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags), (ptr, size, alignment, addr, flags)) \

@@ -151,6 +151,7 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
         break;
     }
     if (r != CUDA_SUCCESS) break;
+    if (observer_) block.evict_queued_ns = observer_->clock_ns();
     r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
                                                    dev.evict_stream)
                     : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.range_bytes,
@@ -162,6 +163,7 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
     CUresult s = driver_.cuStreamSynchronize(dev.evict_stream);
     if (copied == CUDA_SUCCESS) copied = s;
   }
+  const uint64_t copied_ns = observer_ ? observer_->clock_ns() : 0;
   if (copied != CUDA_SUCCESS) {
     // Nothing moved: every victim stays resident with its bytes. Copies
     // already queued may still be reading them, so their next uses wait for
@@ -222,8 +224,11 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
     for (SharedEvent*& wait : block.waits.events)
       release_event(wait);
     block.residency = Residency::evicted;
+    const uint64_t bytes = block.stash ? block.size_bytes : block.range_bytes;
     ++stats_.evictions;
-    stats_.bytes_to_host += block.stash ? block.size_bytes : block.range_bytes;
+    stats_.bytes_to_host += bytes;
+    if (observer_)
+      observer_->evicted(block.base, bytes, EvictReason::budget, block.evict_queued_ns, copied_ns);
     ++evicted;
   }
   if (evicted == 0) return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
@@ -232,7 +237,8 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
 
 // Brings `block` back for a use on `stream`: pages mapped at its range, the
 // copy queued on the prefetch stream, `stream` made to wait for it.
-CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* const> keep) noexcept {
+CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
+                             PrefetchReason reason) noexcept {
   Device& dev = *devices_[static_cast<size_t>(block.device)];
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
@@ -276,11 +282,21 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     back_to_host();
     return r;
   }
+  void* timing = observer_ ? observer_->copy_begin(dev.prefetch_stream) : nullptr;
   r = block.stash ? driver_.cuMemcpyHtoDAsync_v2(block.base, block.stash, block.size_bytes,
                                                  dev.prefetch_stream)
                   : driver_.cuMemcpyDtoDAsync_v2(block.base, block.host.window, block.range_bytes,
                                                  dev.prefetch_stream);
+  const uint64_t bytes = block.stash ? block.size_bytes : block.range_bytes;
   SharedEvent* copied = r == CUDA_SUCCESS ? record_event(dev, dev.prefetch_stream) : nullptr;
+  // Reported while the copy is just queued, so that what times it follows it
+  // on the stream; and only when it counts (Note [Residency]).
+  if (observer_) {
+    if (copied)
+      observer_->prefetched(block.base, bytes, reason, dev.prefetch_stream, timing);
+    else
+      observer_->copy_abandoned(timing);
+  }
   if (!copied) {
     // The bytes are still only in the host copy: undo the mapping.
     if (r == CUDA_SUCCESS) (void)driver_.cuStreamSynchronize(dev.prefetch_stream);
@@ -295,8 +311,9 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     }
   }
   block.pages = std::move(pages);
-  stats_.bytes_to_device += block.stash ? block.size_bytes : block.range_bytes;
+  stats_.bytes_to_device += bytes;
   ++stats_.prefetches;
+  if (reason == PrefetchReason::on_demand) ++stats_.prefetches_on_demand;
   HostRelease release;
   release.stash = block.stash;
   release.stash_bytes = block.stash ? block.size_bytes : 0;

@@ -410,7 +410,9 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
       mark_escaped(*block);
       if (block->residency == Residency::evicted) {
         ++stats_.evicted_accesses;
-        if (CUresult r = prefetch(*block, stream, keep); r != CUDA_SUCCESS) return r;
+        if (CUresult r = prefetch(*block, stream, keep, PrefetchReason::unseen_use);
+            r != CUDA_SUCCESS)
+          return r;
       }
     }
   }
@@ -419,14 +421,19 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
     if (use.escapes) mark_escaped(*block);
     if (block->residency == Residency::evicted) {
       ++stats_.evicted_accesses;
-      ++stats_.prefetches_on_demand;
-      if (CUresult r = prefetch(*block, stream, keep); r != CUDA_SUCCESS) return r;
+      if (CUresult r = prefetch(*block, stream, keep, PrefetchReason::on_demand);
+          r != CUDA_SUCCESS)
+        return r;
     }
+    bool waited = false;
     for (SharedEvent*& wait : block->waits.events) {
       if (!wait || event_done(wait)) continue;
       if (CUresult r = driver_.cuStreamWaitEvent(stream, wait->event, 0); r != CUDA_SUCCESS)
         return r;
+      waited = true;
     }
+    if (waited && observer_ && block->residency == Residency::prefetching)
+      observer_->waited(block->base, stream);
     if (block->residency == Residency::prefetching && !block->waits.events[0] &&
         !block->waits.events[1])
       block->residency = Residency::resident;
@@ -533,6 +540,11 @@ CUresult Allocator::device_total_mem(CUdevice device_handle, size_t* bytes) noex
   *bytes = static_cast<size_t>(std::min<uint64_t>(
       total, settings_.budget_bytes.get(static_cast<int>(device_handle), total)));
   return CUDA_SUCCESS;
+}
+
+void Allocator::set_observer(SwapObserver* observer) noexcept {
+  std::lock_guard lock(mu_);
+  observer_ = observer;
 }
 
 SwapStats Allocator::stats() noexcept {

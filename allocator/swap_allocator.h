@@ -80,6 +80,7 @@
 #include <vector>
 
 #include "allocator/config.h"
+#include "allocator/swap_observer.h"
 #include "allocator/swap_stats.h"
 
 namespace cuswap {
@@ -151,6 +152,10 @@ class Allocator {
   SwapStats stats() noexcept;
   Residency residency(uintptr_t base) noexcept;  // resident for addresses it does not own
 
+  // Who hears of each eviction, prefetch and wait (nullptr: nobody). Set
+  // before the first use; the observer outlives the allocator.
+  void set_observer(SwapObserver* observer) noexcept;
+
   // The allocator's own types, defined in swap_internal.h.
   struct Device;
   struct Block;
@@ -168,6 +173,7 @@ class Allocator {
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base
   uint64_t tick_ = 0;                             // LRU clock: one per use
   SwapStats stats_;
+  SwapObserver* observer_ = nullptr;
 
   // allocator/swap_allocator.cpp
   CUresult current_device(int& ordinal) noexcept;
@@ -196,7 +202,8 @@ class Allocator {
   // allocator/eviction.cpp
   CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep) noexcept;
   CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
-  CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep) noexcept;
+  CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
+                    PrefetchReason reason) noexcept;
   CUresult make_resident(CUstream stream, const UseBuffers& use,
                          std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;

@@ -54,6 +54,7 @@ struct Allocator::Block {
   void* stash = nullptr;
   HostCopy host;
   bool range_on_host = false;  // host.handle is mapped at base
+  uint64_t evict_queued_ns = 0;  // the observer's clock when its eviction copy was queued
 };
 
 // A large range freed and kept mapped for reuse (Note [Stream-ordered reuse]).

@@ -3,8 +3,13 @@
 // scripts/bench-hooks.sh does:
 //   without cuswap                  -> Launch/direct and Launch/through_symbol agree
 //   LD_PRELOAD=libcuswap.so          -> Launch/through_symbol - Launch/direct = pass-through cost
-//   ... CUSWAP_CONF=record:/dev/null -> the cost of recording a launch that
+//   ... CUSWAP_CONF=record:/dev/null,record_timing:false
+//                                    -> the cost of recording a launch that
 //                                       touches 4 of 100,000 live buffers
+//   ... CUSWAP_CONF=record:/dev/null -> the same, timed on the device: two
+//                                       event records and a query per launch
+//                                       (Note [Device durations]); the
+//                                       difference is the cost of durations
 #include <cuda.h>
 #include <dlfcn.h>
 

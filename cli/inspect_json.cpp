@@ -123,6 +123,23 @@ void copies(JsonWriter& j, const trace::TraceSummary& s) {
   j.end_object();
 }
 
+// Format 2.x: device timings and cuswap's own copies (zeros for 1.x).
+void swapping(JsonWriter& j, const trace::TraceSummary& s) {
+  j.field("timed_launches", s.timed_launches);
+  j.field("kernel_time_ns", s.kernel_time_ns);
+  j.field("evictions", s.evictions);
+  j.field("evictions_for_plan", s.evictions_for_plan);
+  j.field("bytes_to_host", s.bytes_to_host);
+  j.field("eviction_time_ns", s.eviction_time_ns);
+  j.field("prefetches", s.prefetches);
+  j.field("prefetches_on_demand", s.prefetches_on_demand);
+  j.field("prefetches_planned", s.prefetches_planned);
+  j.field("prefetches_unseen_use", s.prefetches_unseen_use);
+  j.field("bytes_to_device", s.bytes_to_device);
+  j.field("prefetch_copy_time_ns", s.prefetch_copy_time_ns);
+  j.field("prefetch_waits", s.prefetch_waits);
+}
+
 void end_record(JsonWriter& j, const trace::TraceSummary& s) {
   j.key("end");
   if (!s.end) {
@@ -156,6 +173,7 @@ std::string render_inspect_json(const trace::TraceSummary& s, std::string_view f
   buffers(j, s);
   launches(j, s);
   copies(j, s);
+  swapping(j, s);
   end_record(j, s);
   j.end_object();
   return j.finish();

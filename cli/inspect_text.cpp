@@ -105,6 +105,28 @@ void copies(Out out, const trace::TraceSummary& s) {
   }
 }
 
+void swapping(Out out, const trace::TraceSummary& s) {
+  if (s.header.format_major >= 2) {
+    if (s.timed_launches)
+      fmt::format_to(out, "\nkernel time: {} over {} timed launches of {}\n",
+                     seconds(s.kernel_time_ns), s.timed_launches, s.launches);
+    else if (s.launches)
+      fmt::format_to(out, "\nkernel time: unknown (no launch was timed)\n");
+  }
+  if (!s.evictions && !s.prefetches && !s.prefetch_waits) return;
+  fmt::format_to(out, "\nswapping by cuswap:\n");
+  fmt::format_to(out, "  evictions   {:>8}  {:>14} bytes  {}  ({} for a plan; copies took {})\n",
+                 s.evictions, s.bytes_to_host, human_bytes(s.bytes_to_host), s.evictions_for_plan,
+                 seconds(s.eviction_time_ns));
+  fmt::format_to(out,
+                 "  prefetches  {:>8}  {:>14} bytes  {}  ({} on demand, {} planned, {} for unseen "
+                 "uses; copies took {} on the device)\n",
+                 s.prefetches, s.bytes_to_device, human_bytes(s.bytes_to_device),
+                 s.prefetches_on_demand, s.prefetches_planned, s.prefetches_unseen_use,
+                 seconds(s.prefetch_copy_time_ns));
+  fmt::format_to(out, "  uses that waited for a prefetch  {}\n", s.prefetch_waits);
+}
+
 void end_record(Out out, const trace::TraceSummary& s) {
   if (!s.end) return;
   const trace::CstEnd& e = *s.end;
@@ -127,6 +149,7 @@ std::string render_inspect_text(const trace::TraceSummary& s, std::string_view f
   top_buffers(out, s);
   iterations(out, s);
   copies(out, s);
+  swapping(out, s);
   end_record(out, s);
   return text;
 }

@@ -87,6 +87,16 @@ bool load(const std::string& file, const PolicyArgs& args, Loaded& out, std::str
   options.device = args.device;
   options.iteration = args.iteration;
   if (!policy::build_workload(out.trace, options, out.workload, error)) return false;
+  if (args.require_durations &&
+      std::all_of(out.workload.ops.begin(), out.workload.ops.end(),
+                  [](const policy::WorkOp& op) { return op.duration_ns == 0; })) {
+    error = fmt::format(
+        "{}: the trace has no op durations (all {} ops are 0 ns{}), so times cannot be "
+        "simulated; record with format 2.0 or later and record_timing on",
+        file, out.workload.ops.size(),
+        out.trace.format == trace::TraceFormat::cst ? ": a .cst without timing events" : "");
+    return false;
+  }
   return parse_request(args, out.workload, out.request, out.budget_given, error);
 }
 

@@ -26,6 +26,8 @@ struct PolicyArgs {
   int64_t iteration = -1;
   int device = -2;
   bool partial = false;
+  // Refuse a trace whose ops all last 0 ns (nothing to time a plan by).
+  bool require_durations = true;
   CLI::Option* link_option = nullptr;
   CLI::Option* time_scale_option = nullptr;
   CLI::Option* budget_option = nullptr;

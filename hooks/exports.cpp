@@ -56,8 +56,10 @@ CUSWAP_DRIVER_HOOKED(CUSWAP_DEFINE_HOOK)
 CUSWAP_API void cuswap_iteration_begin(void) {
   cuswap::hooks::Runtime* rt = cuswap::hooks::runtime();
   if (!rt || rt->passthrough.load(std::memory_order_relaxed)) return;
-  if (cuswap::trace::Recorder* r = rt->recorder.load(std::memory_order_acquire))
+  if (cuswap::trace::Recorder* r = rt->recorder.load(std::memory_order_acquire)) {
+    cuswap::hooks::poll_timings(*rt);
     r->record_iteration();
+  }
 }
 
 CUSWAP_API const char* cuswap_version(void) {

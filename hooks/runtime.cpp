@@ -56,6 +56,11 @@ void on_exit() {
       CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_COUNTER)
 #undef CUSWAP_SWAP_STAT_COUNTER
     }
+    if (DeviceTimer* timer = rt->timer.load(std::memory_order_acquire)) {
+      timer->drain();
+      counters.push_back({"launches and prefetches timed", timer->timed()});
+      counters.push_back({"launches and prefetches not timed", timer->untimed()});
+    }
     if (rt->options.stats)
       for (const trace::Counter& c : counters)
         log::report("stats: {} = {}", c.name, c.value);
@@ -240,6 +245,10 @@ bool is_nccl_kernel(const KernelInfo& kernel) {
   return std::string_view(kernel.name).find("nccl") != std::string_view::npos;
 }
 
+// Each launch resolves at most this many earlier timings: two keep up with
+// the launches (each adds one) and catch up after a prefetch added another.
+constexpr size_t kTimingsPerLaunch = 2;
+
 }  // namespace
 
 CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream, void** kernel_params,
@@ -252,20 +261,28 @@ CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream, void** 
     use.touched.unknown = true;  // a graph
   }
   if (use.touched.unknown) use.flags |= trace::kLaunchUnknownAccess;
-  if (!rt.allocator) return CUDA_SUCCESS;
-  UseBuffers buffers;
-  buffers.bases = {use.touched.bases, use.touched.count};
-  buffers.unknown = use.touched.unknown;
-  buffers.escapes = use.kernel && is_nccl_kernel(*use.kernel);
-  return rt.allocator->prepare(stream, buffers);
+  if (rt.allocator) {
+    UseBuffers buffers;
+    buffers.bases = {use.touched.bases, use.touched.count};
+    buffers.unknown = use.touched.unknown;
+    buffers.escapes = use.kernel && is_nccl_kernel(*use.kernel);
+    if (CUresult r = rt.allocator->prepare(stream, buffers); r != CUDA_SUCCESS) return r;
+  }
+  // After prepare(): a wait for a prefetch is not the kernel's time.
+  if (DeviceTimer* timer = rt.timer.load(std::memory_order_acquire))
+    use.timing = timer->start(stream);
+  return CUDA_SUCCESS;
 }
 
 void end_launch(Runtime& rt, CUstream stream, uint64_t stream_value, const Use& use,
                 CUresult result) noexcept {
   if (rt.allocator) rt.allocator->finish(stream, {{use.touched.bases, use.touched.count}}, result);
-  if (result != CUDA_SUCCESS) return;
+  DeviceTimer* timer = rt.timer.load(std::memory_order_acquire);
   trace::Recorder* r = recorder_of(rt);
-  if (!r) return;
+  if (result != CUDA_SUCCESS || !r) {
+    if (timer) timer->abandon(use.timing);
+    return;
+  }
   uint32_t kernel_id = 0;
   if (use.kernel) {
     kernel_id = use.kernel->trace_id.load(std::memory_order_relaxed);
@@ -277,8 +294,17 @@ void end_launch(Runtime& rt, CUstream stream, uint64_t stream_value, const Use& 
   } else {
     kernel_id = r->kernel_id("(graph)");
   }
-  r->record_launch(kernel_id, stream_value, current_device(rt),
-                   {use.touched.ids, use.touched.count}, use.flags);
+  const uint64_t seq = r->record_launch(kernel_id, stream_value, current_device(rt),
+                                        {use.touched.ids, use.touched.count}, use.flags);
+  if (timer) {
+    timer->finish(use.timing, stream, seq);
+    timer->poll(kTimingsPerLaunch);
+  }
+}
+
+void poll_timings(Runtime& rt) noexcept {
+  if (DeviceTimer* timer = rt.timer.load(std::memory_order_acquire))
+    timer->poll(DeviceTimer::kMaxPairs);
 }
 
 CUresult begin_copy(Runtime& rt, CUstream stream, uintptr_t dst, uintptr_t src,
@@ -352,7 +378,15 @@ void open_recorder(Runtime& rt) noexcept {
       log::warn("{}; recording is off", error);
       return;
     }
-    rt.recorder.store(recorder.release(), std::memory_order_release);
+    trace::Recorder* opened = recorder.release();
+    DeviceTimer* timer = nullptr;
+    if (rt.options.record_timing) timer = new DeviceTimer(rt.driver, *opened);
+    if (rt.allocator) {
+      rt.swap_recording = new SwapRecording(*opened, rt.buffers, timer);
+      rt.allocator->set_observer(rt.swap_recording);
+    }
+    rt.timer.store(timer, std::memory_order_release);
+    rt.recorder.store(opened, std::memory_order_release);
   } catch (...) {
     rt.latch_passthrough("opening the recorder");
   }

@@ -25,6 +25,8 @@
 #include "allocator/kernel_params.h"
 #include "allocator/swap_allocator.h"
 #include "hooks/counters.h"
+#include "hooks/device_timer.h"
+#include "hooks/swap_recording.h"
 #include "tracer/recorder.h"
 
 // The real dlsym, and its resolver (hooks/dlsym.cpp, which overrides dlsym).
@@ -60,6 +62,10 @@ struct Runtime {
   // never deleted, since other threads may still record while the process exits.
   std::atomic<trace::Recorder*> recorder{nullptr};
   std::atomic<bool> recorder_opened{false};
+  // With the recorder (record_timing): launch and prefetch durations
+  // (Note [Device durations]); and the allocator's observer. Never deleted.
+  std::atomic<DeviceTimer*> timer{nullptr};
+  SwapRecording* swap_recording = nullptr;
   std::atomic<uint64_t> next_buffer_id{1};
   // The swapping allocator, when a budget is set (`budget:`); without one
   // cuswap only observes.
@@ -130,7 +136,8 @@ void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult r
 struct Use {
   TouchedBuffers touched;
   KernelInfo* kernel = nullptr;
-  uint8_t flags = 0;  // trace::kLaunch*
+  uint8_t flags = 0;                      // trace::kLaunch*
+  DeviceTimer::Pair* timing = nullptr;  // a launch being timed
 };
 [[nodiscard]] CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream,
                                     void** kernel_params, void** extra, Use& use) noexcept;
@@ -149,5 +156,9 @@ void note_vmm(Runtime& rt, trace::VmmOp op, uintptr_t address, uint64_t size_byt
 // Opens the recorder (once, if `record:` is set) after the driver is
 // initialised, so the trace's header can name the devices.
 void open_recorder(Runtime& rt) noexcept;
+
+// Resolves the device timings that are complete (never waits): at
+// iteration marks, so that a trace on disk lags little.
+void poll_timings(Runtime& rt) noexcept;
 
 }  // namespace cuswap::hooks

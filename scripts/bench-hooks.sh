@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Times cuswap's hooks on the launch path against nulldriver (a driver that
 # does nothing): without cuswap, with cuswap passing through, and with cuswap
-# recording a launch that touches 4 of 100,000 live buffers. Prints medians.
+# recording a launch that touches 4 of 100,000 live buffers, with and
+# without timing it on the device (record_timing, Note [Device durations]).
+# Prints medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh default hook_bench cuswap_shim >/dev/null
@@ -11,4 +13,5 @@ args=(--benchmark_min_time=0.2 --benchmark_format=console)
 median() { grep '_median' | awk '{print $1, $2, $3}'; }
 echo "== without cuswap";   "$bench" "${args[@]}" 2>/dev/null | median
 echo "== pass-through";     LD_PRELOAD="$shim" CUSWAP_CONF= "$bench" "${args[@]}" 2>/dev/null | median
-echo "== recording";        LD_PRELOAD="$shim" CUSWAP_CONF=record:/dev/null "$bench" "${args[@]}" 2>/dev/null | median
+echo "== recording, untimed"; LD_PRELOAD="$shim" CUSWAP_CONF=record:/dev/null,record_timing:false "$bench" "${args[@]}" 2>/dev/null | median
+echo "== recording, timed";  LD_PRELOAD="$shim" CUSWAP_CONF=record:/dev/null "$bench" "${args[@]}" 2>/dev/null | median

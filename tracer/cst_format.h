@@ -31,8 +31,15 @@ enum class EventType : uint8_t {
   copy = 4,
   vmm = 5,
   iteration = 6,
+  // 2.0: measurements and cuswap's own decisions.
+  timing = 7,    // the device start and duration of an earlier launch or prefetch
+  eviction = 8,  // cuswap copied a buffer to host memory
+  prefetch = 9,  // cuswap copied a buffer back to the device
+  wait = 10,     // a use waited for a buffer's prefetch
 };
-inline constexpr size_t kEventTypeCount = 6;  // core types in this version
+inline constexpr size_t kEventTypeCount = 10;  // core types in this version
+// Core types of format 1.x: a 1.x file holding a later type is corrupt.
+inline constexpr size_t kEventTypeCountV1 = 6;
 inline constexpr uint8_t kFirstExtensionEventType = 64;
 
 // Launch flag set by the recorder (never by the shim) when the launch's
@@ -48,11 +55,16 @@ namespace cuswap::trace::cst {
 // type, a changed encoding. The minor version changes for additions an older
 // reader can skip: fields appended at the end of the header body or of the
 // end record's payload, new record tags, extension event types (>= 64,
-// length-prefixed), new flag bits. A reader rejects another major version
-// and accepts any minor; it skips what it does not know only when the file's
-// minor is newer than its own (otherwise an unknown tag is corruption).
-inline constexpr uint16_t kFormatMajor = 1;
+// length-prefixed), new flag bits. A reader rejects a major version it does
+// not know and accepts any minor; it skips what it does not know only when
+// the file's major is its own and the file's minor is newer than its own
+// (otherwise an unknown tag is corruption). Older majors it knows are read
+// as they were written: this reader reads 1.x (kOldestMajor), whose files
+// hold only the first kEventTypeCountV1 event types. History: 1.0 the first;
+// 2.0 added the event types timing, eviction, prefetch and wait.
+inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kOldestMajor = 1;
 
 // "\x89CST\r\n\x1a\n": the high byte catches 7-bit transfers, CR LF and the
 // DOS end-of-file byte catch text-mode conversions (the PNG trick).

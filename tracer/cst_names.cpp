@@ -18,6 +18,36 @@ std::string_view to_string(EventType type) noexcept {
       return "vmm";
     case EventType::iteration:
       return "iteration";
+    case EventType::timing:
+      return "timing";
+    case EventType::eviction:
+      return "eviction";
+    case EventType::prefetch:
+      return "prefetch";
+    case EventType::wait:
+      return "wait";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(EvictReason reason) noexcept {
+  switch (reason) {
+    case EvictReason::budget:
+      return "budget";
+    case EvictReason::plan:
+      return "plan";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(PrefetchReason reason) noexcept {
+  switch (reason) {
+    case PrefetchReason::on_demand:
+      return "on_demand";
+    case PrefetchReason::planned:
+      return "planned";
+    case PrefetchReason::unseen_use:
+      return "unseen_use";
   }
   return "unknown";
 }

@@ -163,7 +163,14 @@ class Parser {
     return false;
   }
   // The file's minor version is newer than ours: skip what we do not know.
-  bool lenient() const { return out_.header.format_minor > cst::kFormatMinor; }
+  bool lenient() const {
+    return out_.header.format_major == cst::kFormatMajor &&
+           out_.header.format_minor > cst::kFormatMinor;
+  }
+  // Core event types the file's major version has.
+  size_t event_types() const {
+    return out_.header.format_major == cst::kOldestMajor ? kEventTypeCountV1 : kEventTypeCount;
+  }
 
   bool header();
   bool records();
@@ -197,8 +204,9 @@ bool Parser::header() {
   h.format_minor = cst::get_u16(data_ + 10);
   // The version is checked before the checksum: another major version may
   // lay its header out differently.
-  if (h.format_major != cst::kFormatMajor)
-    return fail(8, fmt::format("expected format version {}.x, found {}.{} ({})", cst::kFormatMajor,
+  if (h.format_major != cst::kFormatMajor && h.format_major != cst::kOldestMajor)
+    return fail(8, fmt::format("expected format version {}.x to {}.x, found {}.{} ({})",
+                               cst::kOldestMajor, cst::kFormatMajor,
                                h.format_major, h.format_minor,
                                h.format_major > cst::kFormatMajor
                                    ? "written by a newer cuswap; update cuswap to read it"
@@ -367,7 +375,8 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
   e.time_ns = time_ns;
   const bool lax = lenient();
 
-  switch (type) {
+  // A 1.x file has only the first six types.
+  switch (type > event_types() && type < kFirstExtensionEventType ? 0 : type) {
     case static_cast<uint8_t>(EventType::alloc): {
       AllocEvent a;
       if (!c.uvarint(a.buffer_id, "a buffer id") || !c.uvarint(a.address, "an address") ||
@@ -445,10 +454,54 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
     case static_cast<uint8_t>(EventType::iteration):
       e.data = IterationEvent{};
       break;
+    case static_cast<uint8_t>(EventType::timing): {
+      TimingEvent t;
+      uint64_t back = 0;
+      const uint64_t back_at = c.offset();
+      if (!c.uvarint(back, "a timing's target distance")) return false;
+      if (back == 0 || back > seq)
+        return c.fail(back_at, fmt::format("expected a timing of an earlier event (1..{} back), "
+                                           "found {} back",
+                                           seq, back));
+      t.target_seq = seq - back;
+      if (!c.uvarint(t.start_ns, "a device start time") ||
+          !c.uvarint(t.duration_ns, "a device duration"))
+        return false;
+      e.data = t;
+      break;
+    }
+    case static_cast<uint8_t>(EventType::eviction): {
+      EvictionEvent v;
+      if (!c.uvarint(v.buffer_id, "a buffer id") || !c.uvarint(v.bytes, "a byte count") ||
+          !enum_value(c, v.reason, static_cast<uint8_t>(EvictReason::plan), lax,
+                      "an eviction reason") ||
+          !c.uvarint(v.start_ns, "the eviction's start") ||
+          !c.uvarint(v.duration_ns, "the eviction's duration"))
+        return false;
+      e.data = v;
+      break;
+    }
+    case static_cast<uint8_t>(EventType::prefetch): {
+      PrefetchEvent p;
+      if (!c.uvarint(p.buffer_id, "a buffer id") || !c.uvarint(p.bytes, "a byte count") ||
+          !enum_value(c, p.reason, static_cast<uint8_t>(PrefetchReason::unseen_use), lax,
+                      "a prefetch reason") ||
+          !c.uvarint(p.stream, "a stream"))
+        return false;
+      e.data = p;
+      break;
+    }
+    case static_cast<uint8_t>(EventType::wait): {
+      WaitEvent w;
+      if (!c.uvarint(w.buffer_id, "a buffer id") || !c.uvarint(w.stream, "a stream"))
+        return false;
+      e.data = w;
+      break;
+    }
     default: {
       if (type < kFirstExtensionEventType || !lax)
         return c.fail(e.offset, fmt::format("expected an event type (1..{}), found {}",
-                                            kEventTypeCount, type));
+                                            event_types(), type));
       uint64_t bytes = 0;
       if (!c.uvarint(bytes, "an extension event's length") || !c.skip(bytes, "an extension event"))
         return false;
@@ -509,6 +562,19 @@ bool Parser::finish() {
   uint64_t ordinal = 0;
   for (Event& e : events)
     if (auto* it = std::get_if<IterationEvent>(&e.data)) it->ordinal = ordinal++;
+  // A timing measures a launch or a prefetch; its target may be absent only
+  // where events are missing (an unfinished recording).
+  for (const Event& e : events) {
+    const auto* t = std::get_if<TimingEvent>(&e.data);
+    if (!t) continue;
+    auto target = std::lower_bound(events.begin(), events.end(), t->target_seq,
+                                   [](const Event& x, uint64_t seq) { return x.seq < seq; });
+    if (target == events.end() || target->seq != t->target_seq) continue;
+    if (target->type() != EventType::launch && target->type() != EventType::prefetch)
+      return fail(e.offset, fmt::format("expected a timing of a launch or a prefetch, found one "
+                                        "of a {} event (sequence number {})",
+                                        to_string(target->type()), t->target_seq));
+  }
 
   if (!out_.end) return true;
   // The end record's totals catch a chunk lost whole (a splice, a bad copy).

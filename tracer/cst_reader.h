@@ -83,8 +83,47 @@ struct IterationEvent {
   bool operator==(const IterationEvent&) const = default;
 };
 
-using EventData =
-    std::variant<AllocEvent, FreeEvent, LaunchEvent, CopyEvent, VmmEvent, IterationEvent>;
+// 2.0: what the device measured for an earlier launch or prefetch.
+struct TimingEvent {
+  uint64_t target_seq = 0;  // the launch or prefetch event it measures
+  uint64_t start_ns = 0;    // device start, on the recorder's clock
+  uint64_t duration_ns = 0;
+
+  bool operator==(const TimingEvent&) const = default;
+};
+
+// 2.0: cuswap copied a buffer to host memory.
+struct EvictionEvent {
+  uint64_t buffer_id = 0;
+  uint64_t bytes = 0;
+  EvictReason reason = EvictReason::budget;
+  uint64_t start_ns = 0;     // the copy was queued
+  uint64_t duration_ns = 0;  // until it was found complete
+
+  bool operator==(const EvictionEvent&) const = default;
+};
+
+// 2.0: cuswap queued a copy of a buffer back to the device.
+struct PrefetchEvent {
+  uint64_t buffer_id = 0;
+  uint64_t bytes = 0;
+  PrefetchReason reason = PrefetchReason::on_demand;
+  uint64_t stream = 0;  // the copy's stream
+
+  bool operator==(const PrefetchEvent&) const = default;
+};
+
+// 2.0: the thread's next use on `stream` waited for the buffer's prefetch.
+struct WaitEvent {
+  uint64_t buffer_id = 0;
+  uint64_t stream = 0;
+
+  bool operator==(const WaitEvent&) const = default;
+};
+
+// Alternative i is EventType i + 1.
+using EventData = std::variant<AllocEvent, FreeEvent, LaunchEvent, CopyEvent, VmmEvent,
+                               IterationEvent, TimingEvent, EvictionEvent, PrefetchEvent, WaitEvent>;
 
 struct Event {
   uint64_t seq = 0;      // global, unique; events are sorted by it
@@ -165,5 +204,7 @@ std::string_view to_string(AllocKind kind) noexcept;
 std::string_view to_string(FreeKind kind) noexcept;
 std::string_view to_string(CopyDirection direction) noexcept;
 std::string_view to_string(VmmOp op) noexcept;
+std::string_view to_string(EvictReason reason) noexcept;
+std::string_view to_string(PrefetchReason reason) noexcept;
 
 }  // namespace cuswap::trace

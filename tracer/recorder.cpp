@@ -62,6 +62,7 @@ class EventWriter {
     b->last_seq = seq;
     b->last_time_ns = time_ns;
     slot_ = slot;
+    seq_ = seq;
     buffer_ = b;
     type_ = type;
     out_ = p;
@@ -79,12 +80,14 @@ class EventWriter {
   EventWriter& operator=(const EventWriter&) = delete;
 
   bool ok() const noexcept { return slot_ != nullptr; }
+  uint64_t seq() const noexcept { return seq_; }
   void put_u(uint64_t v) noexcept { out_ = cst::put_uvarint(out_, v); }
   void put_s(int64_t v) noexcept { out_ = cst::put_svarint(out_, v); }
   void put_byte(uint8_t v) noexcept { *out_++ = v; }
 
  private:
   ThreadSlot* slot_ = nullptr;
+  uint64_t seq_ = kNoSeq;
   Buffer* buffer_ = nullptr;
   EventType type_ = EventType::alloc;
   uint8_t* out_ = nullptr;
@@ -191,8 +194,8 @@ void Recorder::record_free(uint64_t buffer_id, uint64_t stream, FreeKind kind) n
   w.put_byte(static_cast<uint8_t>(kind));
 }
 
-void Recorder::record_launch(uint32_t kernel_id, uint64_t stream, int device,
-                             std::span<const uint64_t> buffers, uint8_t flags) noexcept {
+uint64_t Recorder::record_launch(uint32_t kernel_id, uint64_t stream, int device,
+                                 std::span<const uint64_t> buffers, uint8_t flags) noexcept {
   detail::RecorderState& r = *impl_;
   // An id the recorder never handed out would make the file unreadable.
   if (kernel_id > r.kernel_count.load(std::memory_order_acquire)) kernel_id = 0;
@@ -204,7 +207,7 @@ void Recorder::record_launch(uint32_t kernel_id, uint64_t stream, int device,
     flags |= kLaunchBuffersTruncated;  // Note [Long buffer lists]
   }
   EventWriter w(r, EventType::launch, detail::kLaunchFixedMaxBytes + count * cst::kMaxVarintBytes);
-  if (!w.ok()) return;
+  if (!w.ok()) return kNoSeq;
   w.put_u(kernel_id);
   w.put_u(stream);
   w.put_s(device);
@@ -220,6 +223,7 @@ void Recorder::record_launch(uint32_t kernel_id, uint64_t stream, int device,
       w.put_s(static_cast<int64_t>(buffers[i] - previous));
     previous = buffers[i];
   }
+  return w.seq();
 }
 
 void Recorder::record_copy(uint64_t dst_buffer, uint64_t src_buffer, uint64_t bytes,
@@ -246,6 +250,49 @@ void Recorder::record_vmm(VmmOp op, uint64_t address, uint64_t size_bytes,
 
 void Recorder::record_iteration() noexcept {
   EventWriter w(*impl_, EventType::iteration, 0);
+}
+
+void Recorder::record_timing(uint64_t target_seq, uint64_t start_ns,
+                             uint64_t duration_ns) noexcept {
+  EventWriter w(*impl_, EventType::timing, detail::kTimingMaxBytes);
+  if (!w.ok()) return;
+  // The target is earlier: its distance back is small where its number is not.
+  w.put_u(w.seq() - target_seq);
+  w.put_u(start_ns);
+  w.put_u(duration_ns);
+}
+
+void Recorder::record_eviction(uint64_t buffer_id, uint64_t bytes, EvictReason reason,
+                               uint64_t start_ns, uint64_t end_ns) noexcept {
+  EventWriter w(*impl_, EventType::eviction, detail::kEvictionMaxBytes);
+  if (!w.ok()) return;
+  w.put_u(buffer_id);
+  w.put_u(bytes);
+  w.put_byte(static_cast<uint8_t>(reason));
+  w.put_u(start_ns);
+  w.put_u(end_ns >= start_ns ? end_ns - start_ns : 0);
+}
+
+uint64_t Recorder::record_prefetch(uint64_t buffer_id, uint64_t bytes, PrefetchReason reason,
+                                   uint64_t stream) noexcept {
+  EventWriter w(*impl_, EventType::prefetch, detail::kPrefetchMaxBytes);
+  if (!w.ok()) return kNoSeq;
+  w.put_u(buffer_id);
+  w.put_u(bytes);
+  w.put_byte(static_cast<uint8_t>(reason));
+  w.put_u(stream);
+  return w.seq();
+}
+
+void Recorder::record_wait(uint64_t buffer_id, uint64_t stream) noexcept {
+  EventWriter w(*impl_, EventType::wait, detail::kWaitMaxBytes);
+  if (!w.ok()) return;
+  w.put_u(buffer_id);
+  w.put_u(stream);
+}
+
+uint64_t Recorder::now_ns() const noexcept {
+  return detail::monotonic_ns() - impl_->start_ns;
 }
 
 void Recorder::close(std::span<const Counter> counters) noexcept {

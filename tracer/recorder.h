@@ -52,6 +52,19 @@ enum class CopyDirection : uint8_t {
 // Virtual-memory calls the application made itself: recorded, not managed.
 enum class VmmOp : uint8_t { create = 0, map = 1, unmap = 2, release = 3 };
 
+// Why cuswap evicted a buffer.
+enum class EvictReason : uint8_t {
+  budget = 0,  // an allocation or a prefetch needed room under the budget
+  plan = 1,    // a plan said so
+};
+
+// Why cuswap brought a buffer back.
+enum class PrefetchReason : uint8_t {
+  on_demand = 0,   // a use named the evicted buffer (the use waited for it)
+  planned = 1,     // a plan's trigger started it ahead of the use
+  unseen_use = 2,  // a use cuswap could not see into needed every buffer back
+};
+
 // Launch flags.
 inline constexpr uint8_t kLaunchUnknownAccess = 1;  // parameters could not be read
 inline constexpr uint8_t kLaunchGraph = 2;          // cuGraphLaunch: touches unknown
@@ -59,6 +72,7 @@ inline constexpr uint8_t kLaunchCooperative = 4;
 // 0x80 is taken by the recorder: kLaunchBuffersTruncated (cst_format.h).
 
 inline constexpr uint64_t kNoBuffer = 0;  // buffer ids start at 1
+inline constexpr uint64_t kNoSeq = UINT64_MAX;  // an event that was not recorded
 
 struct DeviceInfo {
   int ordinal = 0;
@@ -103,14 +117,36 @@ class Recorder {
   void record_alloc(uint64_t buffer_id, uint64_t address, uint64_t size_bytes, uint64_t stream,
                     int device, AllocKind kind) noexcept;
   void record_free(uint64_t buffer_id, uint64_t stream, FreeKind kind) noexcept;
-  void record_launch(uint32_t kernel_id, uint64_t stream, int device,
-                     std::span<const uint64_t> buffers, uint8_t flags) noexcept;
+  // Returns the launch's sequence number (for record_timing), or kNoSeq
+  // when it was dropped.
+  uint64_t record_launch(uint32_t kernel_id, uint64_t stream, int device,
+                         std::span<const uint64_t> buffers, uint8_t flags) noexcept;
   // Copies and sets: kNoBuffer for a side that is not a tracked buffer; a
   // set has src_buffer == kNoBuffer and is_set.
   void record_copy(uint64_t dst_buffer, uint64_t src_buffer, uint64_t bytes,
                    CopyDirection direction, uint64_t stream, bool is_set) noexcept;
   void record_vmm(VmmOp op, uint64_t address, uint64_t size_bytes, uint64_t handle) noexcept;
   void record_iteration() noexcept;  // ordinals count from 0 in the file
+
+  // What the device measured for an earlier launch or prefetch (`target_seq`
+  // is what its record_* returned): when it started, on the recorder's
+  // clock, and how long it ran (Note [Device durations] in
+  // hooks/device_timer.h).
+  void record_timing(uint64_t target_seq, uint64_t start_ns, uint64_t duration_ns) noexcept;
+  // cuswap's own copies. An eviction is recorded once its copy is done,
+  // with the times the copy was queued and found complete (recorder clock).
+  void record_eviction(uint64_t buffer_id, uint64_t bytes, EvictReason reason, uint64_t start_ns,
+                       uint64_t end_ns) noexcept;
+  // A prefetch is recorded when its copy is queued on `stream`; returns its
+  // sequence number, which a timing event names once the copy is done.
+  uint64_t record_prefetch(uint64_t buffer_id, uint64_t bytes, PrefetchReason reason,
+                           uint64_t stream) noexcept;
+  // The next use this thread records on `stream` waits for the buffer's
+  // prefetch copy.
+  void record_wait(uint64_t buffer_id, uint64_t stream) noexcept;
+
+  // The recorder's clock: CLOCK_MONOTONIC nanoseconds since open().
+  uint64_t now_ns() const noexcept;
 
   // Hands over every buffer, writes the end record with `counters`, closes
   // the file. Idempotent; later record_* calls are ignored.

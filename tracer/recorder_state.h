@@ -92,6 +92,10 @@ inline constexpr size_t kFreeMaxBytes = 2 * cst::kMaxVarintBytes + 1;
 inline constexpr size_t kLaunchFixedMaxBytes = 4 * cst::kMaxVarintBytes + 1;  // + ids
 inline constexpr size_t kCopyMaxBytes = 4 * cst::kMaxVarintBytes + 2;
 inline constexpr size_t kVmmMaxBytes = 3 * cst::kMaxVarintBytes + 1;
+inline constexpr size_t kTimingMaxBytes = 3 * cst::kMaxVarintBytes;
+inline constexpr size_t kEvictionMaxBytes = 4 * cst::kMaxVarintBytes + 1;
+inline constexpr size_t kPrefetchMaxBytes = 3 * cst::kMaxVarintBytes + 1;
+inline constexpr size_t kWaitMaxBytes = 2 * cst::kMaxVarintBytes;
 
 struct Buffer {
   uint8_t* data = nullptr;

@@ -111,6 +111,41 @@ TraceSummary summarize(const CstTrace& trace, size_t top) {
         s.per_iteration.push_back(
             {e.as<IterationEvent>().ordinal, e.time_ns, 0, 0, 0, 0, live_bytes});
         break;
+      case EventType::timing: {
+        const auto& t = e.as<TimingEvent>();
+        // The reader checked that a present target is a launch or a prefetch.
+        auto target = std::lower_bound(
+            trace.events.begin(), trace.events.end(), t.target_seq,
+            [](const Event& x, uint64_t seq) { return x.seq < seq; });
+        if (target == trace.events.end() || target->seq != t.target_seq) break;
+        if (target->type() == EventType::launch) {
+          ++s.timed_launches;
+          s.kernel_time_ns += t.duration_ns;
+        } else {
+          s.prefetch_copy_time_ns += t.duration_ns;
+        }
+        break;
+      }
+      case EventType::eviction: {
+        const auto& v = e.as<EvictionEvent>();
+        ++s.evictions;
+        if (v.reason == EvictReason::plan) ++s.evictions_for_plan;
+        s.bytes_to_host += v.bytes;
+        s.eviction_time_ns += v.duration_ns;
+        break;
+      }
+      case EventType::prefetch: {
+        const auto& p = e.as<PrefetchEvent>();
+        ++s.prefetches;
+        if (p.reason == PrefetchReason::on_demand) ++s.prefetches_on_demand;
+        if (p.reason == PrefetchReason::planned) ++s.prefetches_planned;
+        if (p.reason == PrefetchReason::unseen_use) ++s.prefetches_unseen_use;
+        s.bytes_to_device += p.bytes;
+        break;
+      }
+      case EventType::wait:
+        ++s.prefetch_waits;
+        break;
     }
   }
   if (!s.per_iteration.empty()) {

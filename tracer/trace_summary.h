@@ -85,6 +85,24 @@ struct TraceSummary {
   uint64_t set_bytes = 0;
   std::vector<std::pair<VmmOp, uint64_t>> vmm;  // operations seen, with counts
 
+  // 2.x: device timings (Note [Device durations] in hooks/device_timer.h).
+  uint64_t timed_launches = 0;
+  uint64_t kernel_time_ns = 0;  // sum of timed launches' durations
+  uint64_t prefetch_copy_time_ns = 0;  // sum of timed prefetch copies' durations
+
+  // 2.x: cuswap's own decisions. The totals equal the allocator's counters
+  // of the same names in the end record.
+  uint64_t evictions = 0;
+  uint64_t evictions_for_plan = 0;  // of evictions: a plan's, not the budget's
+  uint64_t bytes_to_host = 0;
+  uint64_t eviction_time_ns = 0;  // sum of the evictions' durations (host clock)
+  uint64_t prefetches = 0;
+  uint64_t prefetches_on_demand = 0;
+  uint64_t prefetches_planned = 0;
+  uint64_t prefetches_unseen_use = 0;
+  uint64_t bytes_to_device = 0;
+  uint64_t prefetch_waits = 0;  // uses that waited for a prefetch
+
   std::optional<CstEnd> end;  // counters, dropped events, buffer waits
 };
 

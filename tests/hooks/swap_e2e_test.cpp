@@ -4,14 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <regex>
 #include <string>
 
 #include "tests/support/process.h"
+#include "tracer/cst_reader.h"
+#include "tracer/trace_summary.h"
 
 namespace {
 
 using cuswap::testing::ProgramResult;
 using cuswap::testing::run_program;
+using cuswap::testing::TempDir;
 using Env = std::map<std::string, std::string>;
 
 Env environment(const std::string& cuswap_conf, const std::string& simcuda_conf, bool shim) {
@@ -53,5 +57,95 @@ TEST_P(SwapModes, EveryBufferFitsAndEveryByteSurvives) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SwapModes, ::testing::Values("true", "false"));
+
+// The value of `"key": N` in a JSON text, or -1.
+long long json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9]+)"))) return -1;
+  return std::stoll(m[1]);
+}
+
+uint64_t counter(const cuswap::trace::CstTrace& t, const std::string& name) {
+  for (const cuswap::trace::Counter& c : t.end->counters)
+    if (c.name == name) return c.value;
+  ADD_FAILURE() << "no counter " << name;
+  return 0;
+}
+
+// Sixteen kernels of 2 ms each (eight fills, eight checks) under a budget
+// that makes cuswap swap: the recording holds their durations, and every
+// eviction and prefetch, with totals equal to the allocator's counters.
+class RecordedSwap : public ::testing::TestWithParam<const char*> {};
+
+constexpr uint64_t kKernelNs = 2'000'000;
+constexpr uint64_t kKernels = 16;
+
+TEST_P(RecordedSwap, HoldsKernelTimesAndEveryCopyCuswapMade) {
+  TempDir dir;
+  const std::string path = dir.path("run.cst");
+  const ProgramResult r = run_program(
+      {PROG_OVERSUBSCRIBE, std::to_string(kKernelNs)},
+      environment("budget:64MiB,record:" + path, std::string("memory:64MiB,host_vmm:") + GetParam(),
+                  true));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_NE(r.out.find("allocated 8 of 8\n"), std::string::npos) << r.out;
+
+  cuswap::trace::CstTrace t;
+  std::string error;
+  ASSERT_TRUE(cuswap::trace::read_cst_file(path, {}, t, error)) << error;
+  ASSERT_TRUE(t.end.has_value());
+  EXPECT_EQ(t.header.format_major, 2);
+  const cuswap::trace::TraceSummary s = cuswap::trace::summarize(t);
+  EXPECT_EQ(s.launches, kKernels);
+  EXPECT_EQ(s.timed_launches, kKernels);
+  EXPECT_GT(counter(t, "evictions"), 0u);
+  EXPECT_GT(counter(t, "prefetches"), 0u);
+  EXPECT_EQ(s.evictions, counter(t, "evictions"));
+  EXPECT_EQ(s.prefetches, counter(t, "prefetches"));
+  EXPECT_EQ(s.prefetches_on_demand, counter(t, "prefetches_on_demand"));
+  EXPECT_EQ(s.bytes_to_host, counter(t, "bytes_to_host"));
+  EXPECT_EQ(s.bytes_to_device, counter(t, "bytes_to_device"));
+  EXPECT_GT(s.prefetch_waits, 0u);  // every on-demand prefetch is waited for
+  // Virtual time: each timed launch is its declared duration, plus at most
+  // the host's few microseconds of launch latency when the host was behind.
+  EXPECT_GE(s.kernel_time_ns, kKernels * kKernelNs);
+  EXPECT_LE(s.kernel_time_ns, kKernels * kKernelNs * 101 / 100);
+
+  const Env cli = environment("", "", false);
+  const ProgramResult j = run_program({CUSWAP_CLI, "inspect", path, "--json"}, cli);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  for (const char* key : {"evictions", "prefetches", "prefetches_on_demand", "bytes_to_host",
+                          "bytes_to_device"})
+    EXPECT_EQ(json_number(j.out, key), static_cast<long long>(counter(t, key))) << key;
+  EXPECT_EQ(json_number(j.out, "kernel_time_ns"), static_cast<long long>(s.kernel_time_ns));
+
+  const ProgramResult sim =
+      run_program({CUSWAP_CLI, "simulate", path, "--budget", "100%", "--json"}, cli);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const long long infinite_ns = json_number(sim.out, "infinite_memory_ns");
+  const auto kernels_ns = static_cast<long long>(kKernels * kKernelNs);
+  EXPECT_GE(infinite_ns, kernels_ns * 95 / 100) << sim.out;
+  EXPECT_LE(infinite_ns, kernels_ns * 105 / 100) << sim.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RecordedSwap, ::testing::Values("true", "false"));
+
+TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
+  TempDir dir;
+  const std::string path = dir.path("untimed.cst");
+  const ProgramResult r =
+      run_program({PROG_OVERSUBSCRIBE}, environment("budget:64MiB,record_timing:false,record:" +
+                                                        path,
+                                                    "memory:64MiB", true));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Env cli = environment("", "", false);
+  for (const char* command : {"simulate", "compare", "plan"}) {
+    const ProgramResult c = run_program({CUSWAP_CLI, command, path, "--budget", "50%"}, cli);
+    EXPECT_EQ(c.exit_code, 2) << command << ": " << c.out << c.err;
+    EXPECT_NE(c.err.find("no op durations"), std::string::npos) << command << ": " << c.err;
+    EXPECT_EQ(c.err.find('\n'), c.err.size() - 1) << "one line: " << c.err;
+    EXPECT_EQ(c.out.find("0.0%"), std::string::npos) << c.out;
+  }
+}
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <regex>
 
+#include <fmt/format.h>
+
 #include "tests/tracer/support.h"
 
 namespace cuswap::trace::test {
@@ -194,11 +196,12 @@ TEST_F(Reader, WrongMagic) {
 
 TEST_F(Reader, FutureMajorVersionIsRefusedAtItsOffset) {
   std::vector<uint8_t> future = file_;
-  cst::put_u16(future.data() + 8, 2);
+  cst::put_u16(future.data() + 8, cst::kFormatMajor + 1);
   fix_header_crc(future);
   const std::string error = error_for(future);
   EXPECT_EQ(offset_in(error), 8u);
-  EXPECT_NE(error.find("found 2.0"), std::string::npos) << error;
+  EXPECT_NE(error.find(fmt::format("found {}.0", cst::kFormatMajor + 1)), std::string::npos)
+      << error;
   EXPECT_NE(error.find("newer"), std::string::npos) << error;
   cst::put_u16(future.data() + 8, 0);
   EXPECT_NE(error_for(future).find("too old"), std::string::npos);
@@ -311,6 +314,49 @@ TEST_F(Reader, ChecksumsCanBeSkippedForFuzzing) {
   std::string error;
   EXPECT_TRUE(parse(bad, error, unchecked)) << error;
   EXPECT_FALSE(parse(bad, error));
+}
+
+}  // namespace
+}  // namespace cuswap::trace::test
+
+namespace cuswap::trace::test {
+namespace {
+
+// Files of format 1.0, written by the 1.0 writer (tests/tracer/data/README.md).
+TEST(ReaderOfOlderVersions, ReadsTheOneZeroFixtureAsItWasWritten) {
+  const CstTrace t = read_ok(std::string(CST_DATA_DIR) + "/v1-fixture.cst");
+  EXPECT_EQ(t.header.format_major, 1);
+  EXPECT_EQ(t.header.format_minor, 0);
+  ASSERT_TRUE(t.complete());
+  EXPECT_EQ(t.events.size(), fixture::kEvents);
+  EXPECT_EQ(t.end->events_by_type.size(), kEventTypeCountV1);
+  uint64_t launches = 0, iterations = 0;
+  for (const Event& e : t.events) {
+    launches += e.type() == EventType::launch;
+    iterations += e.type() == EventType::iteration;
+    EXPECT_LE(static_cast<size_t>(e.type()), kEventTypeCountV1) << describe(e);
+  }
+  EXPECT_EQ(launches, fixture::kLaunches);
+  EXPECT_EQ(iterations, fixture::kIterations);
+  const CstTrace two = read_ok(std::string(CST_DATA_DIR) + "/v1-two-threads.cst");
+  EXPECT_EQ(two.header.format_major, 1);
+  EXPECT_FALSE(two.events.empty());
+}
+
+TEST(ReaderOfOlderVersions, RefusesEventTypesTheOneZeroFormatDidNotHave) {
+  // The v1 fixture with its first event's type byte turned into a 2.0 type:
+  // corrupt in a 1.x file, whatever its checksum says.
+  std::vector<uint8_t> f = read_bytes(std::string(CST_DATA_DIR) + "/v1-fixture.cst");
+  CstTrace t;
+  std::string error;
+  ASSERT_TRUE(parse_cst(f, "v1.cst", {}, t, error)) << error;
+  const uint64_t at = t.events.front().offset;
+  f[at] = static_cast<uint8_t>(EventType::timing);
+  ReadOptions lax;
+  lax.verify_checksums = false;
+  EXPECT_FALSE(parse_cst(f, "v1.cst", lax, t, error));
+  EXPECT_EQ(offset_in(error, "v1.cst"), at) << error;
+  EXPECT_NE(error.find("expected an event type (1..6), found 7"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -203,6 +203,44 @@ TEST(Recorder, EmptyTraceIsValid) {
   EXPECT_EQ(trace.end->counters.size(), 0u);
 }
 
+TEST(Recorder, TimingsAndCuswapsOwnCopiesRoundTrip) {
+  TempDir dir;
+  std::string error;
+  auto r = Recorder::open(options_for(dir.path("swap.cst")), error);
+  ASSERT_TRUE(r) << error;
+  const uint32_t k = r->kernel_id("relu");
+  const uint64_t ids[] = {3};
+  const uint64_t launch = r->record_launch(k, 5, 0, ids, 0);
+  ASSERT_NE(launch, kNoSeq);
+  r->record_eviction(3, 1 << 21, EvictReason::budget, 1000, 4500);
+  r->record_wait(3, 5);
+  const uint64_t prefetch = r->record_prefetch(3, 1 << 21, PrefetchReason::on_demand, 9);
+  ASSERT_EQ(prefetch, launch + 3);
+  r->record_timing(launch, 123, 2'000'000);
+  r->record_timing(prefetch, 7000, 40'000);
+  r->close();
+  const CstTrace t = read_ok(dir.path("swap.cst"));
+  ASSERT_EQ(t.events.size(), 6u);
+  EXPECT_EQ(t.events[1].as<EvictionEvent>(),
+            (EvictionEvent{3, 1 << 21, EvictReason::budget, 1000, 3500}));
+  EXPECT_EQ(t.events[2].as<WaitEvent>(), (WaitEvent{3, 5}));
+  EXPECT_EQ(t.events[3].as<PrefetchEvent>(),
+            (PrefetchEvent{3, 1 << 21, PrefetchReason::on_demand, 9}));
+  EXPECT_EQ(t.events[4].as<TimingEvent>(), (TimingEvent{launch, 123, 2'000'000}));
+  EXPECT_EQ(t.events[5].as<TimingEvent>(), (TimingEvent{prefetch, 7000, 40'000}));
+  ASSERT_EQ(t.end->events_by_type.size(), kEventTypeCount);
+  EXPECT_EQ(t.end->events_by_type[static_cast<size_t>(EventType::timing) - 1], 2u);
+
+  const TraceSummary s = summarize(t);
+  EXPECT_EQ(s.timed_launches, 1u);
+  EXPECT_EQ(s.kernel_time_ns, 2'000'000u);
+  EXPECT_EQ(s.prefetch_copy_time_ns, 40'000u);
+  EXPECT_EQ(s.evictions, 1u);
+  EXPECT_EQ(s.bytes_to_host, 1u << 21);
+  EXPECT_EQ(s.prefetches_on_demand, 1u);
+  EXPECT_EQ(s.prefetch_waits, 1u);
+}
+
 TEST(Recorder, KernelIdsAreStableAndDefinedBeforeUse) {
   TempDir dir;
   RecorderOptions o = options_for(dir.path("names.cst"));

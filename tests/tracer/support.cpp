@@ -53,8 +53,19 @@ std::string describe(const Event& e) {
         else if constexpr (std::is_same_v<T, VmmEvent>)
           return fmt::format("{} addr {:#x} size {} handle {}", to_string(d.op), d.address,
                              d.size_bytes, d.handle);
-        else
+        else if constexpr (std::is_same_v<T, IterationEvent>)
           return fmt::format("ordinal {}", d.ordinal);
+        else if constexpr (std::is_same_v<T, TimingEvent>)
+          return fmt::format("of #{} start {} duration {}", d.target_seq, d.start_ns,
+                             d.duration_ns);
+        else if constexpr (std::is_same_v<T, EvictionEvent>)
+          return fmt::format("id {} bytes {} {} start {} duration {}", d.buffer_id, d.bytes,
+                             to_string(d.reason), d.start_ns, d.duration_ns);
+        else if constexpr (std::is_same_v<T, PrefetchEvent>)
+          return fmt::format("id {} bytes {} {} stream {}", d.buffer_id, d.bytes,
+                             to_string(d.reason), d.stream);
+        else
+          return fmt::format("id {} stream {}", d.buffer_id, d.stream);
       },
       e.data);
   return fmt::format("#{} t={} thread {} {}: {}", e.seq, e.time_ns, e.thread, to_string(e.type()),

@@ -3,9 +3,25 @@
 // the launches (and copies) that listed them, iteration marks become
 // iterations running to the next mark or the end of the trace.
 //
+// Durations: a 2.x recording times launches on the device (timing events,
+// Note [Device durations] in hooks/device_timer.h); their ops get the
+// measured duration_ns. A 1.x recording, or one made with
+// record_timing:false, has none, and every op gets 0.
+//
+// Note [A device-time timeline]: where a trace has timings, times are laid
+// out in device order, not host order: the host runs ahead of the device,
+// so by host time a launch "starts" long before the previous one ends and
+// ops would overlap. Walking events in sequence order, time never goes back:
+// an event happens at its own time (a timed launch at its device start,
+// anything else at its host time) but never before the previous event did,
+// nor before the previous timed op ended. So sequence order, and with it
+// which op an allocation or a free falls next to, is kept, ops of one stream
+// never overlap, and an op's own time is its measured duration.
+//
 // What is dropped: virtual-memory calls (counted in a note), launch flags
-// other than "unknown accesses" (counted in a note). Launches have no
-// duration in a .cst; ops get 0.
+// other than "unknown accesses" (counted in a note), and cuswap's own
+// evictions, prefetches and waits (not ops of the program; `inspect` shows
+// them, and a note counts them).
 #include <map>
 #include <unordered_map>
 
@@ -56,7 +72,18 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
   uint64_t vmm_events = 0;
   uint64_t unknown_access_launches = 0;
   uint64_t unknown_buffers = 0;
+  uint64_t swap_events = 0;
   int64_t last_ns = 0;
+
+  // Timings by the sequence number of what they measure.
+  std::unordered_map<uint64_t, const TimingEvent*> timings;
+  for (const Event& e : cst.events)
+    if (const auto* t = std::get_if<TimingEvent>(&e.data)) timings.emplace(t->target_seq, t);
+  const bool device_timeline = !timings.empty();  // Note [A device-time timeline]
+  int64_t floor_ns = 0;                           // the previous op's end
+  const auto clamp = [](uint64_t ns) {
+    return static_cast<int64_t>(std::min<uint64_t>(ns, INT64_MAX / 4));
+  };
 
   auto touch = [&](uint64_t buffer, uint32_t op) {
     if (buffer == kNoBuffer) return;
@@ -71,7 +98,9 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
   };
 
   for (const Event& e : cst.events) {
-    const auto time_ns = static_cast<int64_t>(std::min<uint64_t>(e.time_ns, INT64_MAX / 4));
+    const int64_t host_ns = clamp(e.time_ns);
+    const int64_t time_ns = device_timeline ? std::max(host_ns, floor_ns) : host_ns;
+    if (device_timeline) floor_ns = time_ns;  // time never goes back
     last_ns = std::max(last_ns, time_ns);
     switch (e.type()) {
       case EventType::alloc: {
@@ -111,6 +140,12 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
         op.device = l.device;
         op.stream = streams.number(l.device, l.stream);
         op.start_ns = time_ns;
+        if (auto it = timings.find(e.seq); it != timings.end()) {
+          op.start_ns = std::max(clamp(it->second->start_ns), time_ns);
+          op.duration_ns = clamp(it->second->duration_ns);
+        }
+        if (device_timeline) floor_ns = op.start_ns + op.duration_ns;
+        last_ns = std::max(last_ns, op.start_ns + op.duration_ns);
         if (l.flags & (kLaunchUnknownAccess | kLaunchGraph)) ++unknown_access_launches;
         const uint32_t index = builder.add_op(std::move(op));
         for (uint64_t buffer : l.buffers) touch(buffer, index);
@@ -134,6 +169,10 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
       }
       case EventType::vmm: ++vmm_events; break;
       case EventType::iteration: marks.push_back(time_ns); break;
+      case EventType::timing: break;  // read above
+      case EventType::eviction:
+      case EventType::prefetch:
+      case EventType::wait: ++swap_events; break;
     }
   }
   if (cst.end)
@@ -144,6 +183,9 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
   if (!cst.complete())
     builder.note(fmt::format("the recording never finished: read up to offset {} ({})",
                              cst.stopped_at, cst.stopped_reason));
+  if (swap_events)
+    builder.note(fmt::format("{} evictions, prefetches and waits by cuswap are not ops",
+                             swap_events));
   if (vmm_events) builder.note(fmt::format("{} virtual-memory calls are not represented", vmm_events));
   if (unknown_access_launches)
     builder.note(fmt::format("{} launches touched buffers the recorder could not name",

@@ -2,16 +2,19 @@
 // driver API, and checks every byte: eight 32 MiB buffers on a 64 MiB
 // simcuda device. Without cuswap the third allocation fails; with a budget
 // every buffer is allocated, written by a kernel and read back by a kernel
-// and by a copy. Prints one line per figure.
+// and by a copy. Prints one line per figure. An optional argument sets every
+// kernel's virtual duration in ns (default 1000).
 #include <cuda.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "tests/simcuda/testkit/testkit.h"
 
-int main() {
+int main(int argc, char** argv) {
   using namespace simcuda::testkit;
+  const uint64_t kernel_ns = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1000;
   constexpr size_t kBytes = size_t{32} << 20;
   constexpr int kBuffers = 8;
   CUcontext ctx = nullptr;
@@ -38,12 +41,12 @@ int main() {
       break;
     }
     buffers.push_back(p);
-    if (launch_fill(k, nullptr, p, kBytes, 0x40 + i) != CUDA_SUCCESS) std::puts("fill failed");
+    if (launch_fill(k, nullptr, p, kBytes, 0x40 + i, kernel_ns) != CUDA_SUCCESS) std::puts("fill failed");
   }
   std::printf("allocated %zu of %d\n", buffers.size(), kBuffers);
   int failures = 0;
   for (size_t i = 0; i < buffers.size(); ++i)
-    failures += launch_check(k, nullptr, buffers[i], kBytes, 0x40 + i, counter) != CUDA_SUCCESS;
+    failures += launch_check(k, nullptr, buffers[i], kBytes, 0x40 + i, counter, kernel_ns) != CUDA_SUCCESS;
   std::vector<unsigned char> host(kBytes);
   size_t wrong = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
