@@ -55,11 +55,20 @@ trace::CstTrace load_trace(const std::string& path) {
   return t;
 }
 
-std::vector<trace::EventType> types_of(const trace::CstTrace& t) {
+std::vector<trace::EventType> types_of(const std::vector<trace::Event>& events) {
   std::vector<trace::EventType> types;
-  for (const trace::Event& e : t.events)
+  for (const trace::Event& e : events)
     types.push_back(e.type());
   return types;
+}
+
+// The program's own events, without the device timings the shim reads back
+// whenever their kernels are done (at a later launch, a mark or exit).
+std::vector<trace::Event> program_events(const trace::CstTrace& t) {
+  std::vector<trace::Event> out;
+  for (const trace::Event& e : t.events)
+    if (e.type() != trace::EventType::timing) out.push_back(e);
+  return out;
 }
 
 // The workload's trace, event by event (tests/hooks/programs/workload.cpp).
@@ -81,8 +90,13 @@ void expect_workload_trace(const trace::CstTrace& t, bool per_thread) {
       T::copy,      T::copy,   T::copy,   T::copy,   // d2h b, 2d c, d2d, d2h a
       T::vmm,       T::vmm,    T::vmm,    T::vmm,    // create map unmap release
       T::free,      T::free,   T::free,   T::free};  // d a b c
-  ASSERT_EQ(types_of(t), expected);
-  const auto& ev = t.events;
+  const std::vector<trace::Event> ev = program_events(t);
+  ASSERT_EQ(types_of(ev), expected);
+  // Each launch has its device time, read back once its kernel was done.
+  std::multiset<uint64_t> timed;
+  for (const trace::Event& e : t.events)
+    if (e.type() == T::timing) timed.insert(e.as<trace::TimingEvent>().target_seq);
+  EXPECT_EQ(timed, (std::multiset<uint64_t>{ev[8].seq, ev[9].seq, ev[10].seq}));
   const uint64_t MiB = 1 << 20;
   auto alloc = [&](size_t i) { return ev[i].as<trace::AllocEvent>(); };
   uint64_t a = alloc(0).buffer_id, b = alloc(1).buffer_id, c = alloc(2).buffer_id,

@@ -8,15 +8,17 @@
 // measured duration_ns. A 1.x recording, or one made with
 // record_timing:false, has none, and every op gets 0.
 //
-// Note [A device-time timeline]: where a trace has timings, times are laid
-// out in device order, not host order: the host runs ahead of the device,
-// so by host time a launch "starts" long before the previous one ends and
-// ops would overlap. Walking events in sequence order, time never goes back:
-// an event happens at its own time (a timed launch at its device start,
-// anything else at its host time) but never before the previous event did,
-// nor before the previous timed op ended. So sequence order, and with it
-// which op an allocation or a free falls next to, is kept, ops of one stream
-// never overlap, and an op's own time is its measured duration.
+// Note [A device-time timeline]: where a trace has timings, ops are laid
+// out back to back in sequence order, each taking its measured duration, and
+// every other event happens when the op before it ended. Host times cannot
+// be used: the host runs ahead of the device (by host time a launch
+// "starts" long before the previous one ends), and on simcuda the device's
+// clock is virtual. Device starts are not used either: the gaps between them
+// hold the waits for cuswap's own copies (recorded as wait events), which an
+// infinite-memory iteration does not have. So the recording's compute time
+// is its kernels' time, with no idle time between them (Note [Idle time] in
+// policy/workload.cpp), and which op an allocation or a free falls next to
+// is kept.
 //
 // What is dropped: virtual-memory calls (counted in a note), launch flags
 // other than "unknown accesses" (counted in a note), and cuswap's own
@@ -99,8 +101,7 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
 
   for (const Event& e : cst.events) {
     const int64_t host_ns = clamp(e.time_ns);
-    const int64_t time_ns = device_timeline ? std::max(host_ns, floor_ns) : host_ns;
-    if (device_timeline) floor_ns = time_ns;  // time never goes back
+    const int64_t time_ns = device_timeline ? floor_ns : host_ns;
     last_ns = std::max(last_ns, time_ns);
     switch (e.type()) {
       case EventType::alloc: {
@@ -140,10 +141,8 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
         op.device = l.device;
         op.stream = streams.number(l.device, l.stream);
         op.start_ns = time_ns;
-        if (auto it = timings.find(e.seq); it != timings.end()) {
-          op.start_ns = std::max(clamp(it->second->start_ns), time_ns);
+        if (auto it = timings.find(e.seq); it != timings.end())
           op.duration_ns = clamp(it->second->duration_ns);
-        }
         if (device_timeline) floor_ns = op.start_ns + op.duration_ns;
         last_ns = std::max(last_ns, op.start_ns + op.duration_ns);
         if (l.flags & (kLaunchUnknownAccess | kLaunchGraph)) ++unknown_access_launches;
