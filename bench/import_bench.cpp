@@ -39,7 +39,7 @@ Input largest(std::string_view kind) {
     Input in{entry.path().string(), read(entry.path()), {}};
     std::string error;
     if (in.raw.size() > 2 && in.raw[0] == '\x1f' && in.raw[1] == '\x8b') {
-      if (!cuswap::trace::import::gunzip(in.raw, in.file, in.inflated, error)) continue;
+      if (!cuswap::trace::import::gunzip(in.raw, in.file, cuswap::trace::kDefaultMaxInputBytes, "", in.inflated, error)) continue;
     } else {
       in.inflated = in.raw;
     }

@@ -1,6 +1,7 @@
 // `cuswap inspect`: options, then read -> summarise -> render.
 #include "cli/inspect.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/input_limit.h"
 #include "tracer/cst_format.h"
 #include "tracer/cst_reader.h"
 #include "tracer/import/import.h"
@@ -44,7 +46,8 @@ int run_inspect_imported(const InspectOptions& options, std::FILE* out, std::FIL
   import.progress = err == stderr && isatty(fileno(stderr)) == 1;
   trace::Trace trace;
   std::string error;
-  if (!trace::import_trace(options.file, import, trace, error)) {
+  if (!apply_max_input(options.max_input, import, error) ||
+      !trace::import_trace(options.file, import, trace, error)) {
     fmt::print(err, "cuswap: error: {}\n", error);
     return kExitBadInput;
   }
@@ -59,6 +62,21 @@ int run_inspect(const InspectOptions& options, std::FILE* out, std::FILE* err) {
   if (!is_cst_file(options.file)) return run_inspect_imported(options, out, err);
   trace::CstTrace trace;
   std::string error;
+  // Note [Bounded input]: a .cst is read whole, so its size is checked first.
+  trace::ImportOptions limit;
+  if (!apply_max_input(options.max_input, limit, error)) {
+    fmt::print(err, "cuswap: error: {}\n", error);
+    return kExitBadInput;
+  }
+  struct stat st {};
+  if (::stat(options.file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) > limit.max_input_bytes) {
+    fmt::print(err,
+               "cuswap: error: {}: offset {}: expected at most {} bytes, the file has {} (the "
+               "input limit: --max-input SIZE raises it)\n",
+               options.file, limit.max_input_bytes, limit.max_input_bytes, st.st_size);
+    return kExitBadInput;
+  }
   trace::ReadOptions read;
   read.allow_incomplete = options.partial;
   if (!trace::read_cst_file(options.file, read, trace, error)) {
@@ -93,6 +111,7 @@ Command add_inspect(CLI::App& app) {
   sub->add_option("--top", options->top, "Rows in the top kernels and top buffers tables")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  add_max_input_option(sub, options->max_input);
   return {sub, [options] { return run_inspect(*options, stdout, stderr); }};
 }
 

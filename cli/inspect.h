@@ -18,6 +18,7 @@ struct InspectOptions {
   bool json = false;
   bool partial = false;  // read a trace whose recording never finished
   size_t top = 10;       // rows in the top-kernel and top-buffer tables
+  std::string max_input;  // --max-input SIZE, "" for the default
 };
 
 // Reads, summarises and prints; returns the exit code (commands.h).

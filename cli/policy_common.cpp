@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "allocator/config.h"
+#include "cli/input_limit.h"
 #include "tracer/import/import.h"
 
 namespace cuswap::cli {
@@ -37,6 +38,7 @@ void add_policy_options(CLI::App* sub, PolicyArgs& args) {
   sub->add_option("--device", args.device,
                   "Which device (default: the one with the most device memory)");
   sub->add_flag("--partial", args.partial, "Read a .cst trace whose recording never finished");
+  add_max_input_option(sub, args.max_input);
 }
 
 bool parse_request(const PolicyArgs& args, const policy::Workload& workload,
@@ -82,6 +84,7 @@ bool parse_request(const PolicyArgs& args, const policy::Workload& workload,
 bool load(const std::string& file, const PolicyArgs& args, Loaded& out, std::string& error) {
   trace::ImportOptions import;
   import.allow_incomplete = args.partial;
+  if (!apply_max_input(args.max_input, import, error)) return false;
   if (!trace::import_trace(file, import, out.trace, error)) return false;
   policy::WorkloadOptions options;
   options.device = args.device;

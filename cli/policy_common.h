@@ -26,6 +26,7 @@ struct PolicyArgs {
   int64_t iteration = -1;
   int device = -2;
   bool partial = false;
+  std::string max_input;  // --max-input SIZE, "" for the default
   // Refuse a trace whose ops all last 0 ns (nothing to time a plan by).
   bool require_durations = true;
   CLI::Option* link_option = nullptr;

@@ -1,6 +1,10 @@
 // Plan identities: building them from a workload and matching them back.
 #include "policy/plan.h"
 
+#include "policy/planner.h"
+
+#include <algorithm>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -50,6 +54,28 @@ PlanEntry make_entry(const Workload& workload, uint32_t tensor, uint32_t evict_a
 bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEntry>& out,
              std::string& error) {
   out.clear();
+  // The plan must be for this trace's planned window: device, iteration,
+  // a planner cuswap knows, no tensor evicted again while it is out.
+  if (!plan.planner.empty() && find_planner(plan.planner) == nullptr) {
+    error = fmt::format("key planner: expected one of {}, got \"{}\"", planner_names(),
+                        plan.planner);
+    return false;
+  }
+  if (plan.device != workload.device) {
+    error = fmt::format("key device: the plan is for device {}, the trace's planned device is {} "
+                        "(--device picks another)",
+                        plan.device, workload.device);
+    return false;
+  }
+  if (plan.iteration != workload.iteration) {
+    const auto name = [](uint32_t it) {
+      return it == trace::kNoIteration ? std::string("none") : std::to_string(it);
+    };
+    error = fmt::format("key iteration: the plan is for iteration {}, the trace's planned "
+                        "iteration is {} (--iteration picks another)",
+                        name(plan.iteration), name(workload.iteration));
+    return false;
+  }
   std::unordered_map<std::string_view, std::vector<uint32_t>> ops_by_name;
   for (uint32_t k = 0; k < workload.ops.size(); ++k)
     ops_by_name[workload.ops[k].name].push_back(k);
@@ -92,6 +118,23 @@ bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEnt
       return false;
     }
     out.push_back(r);
+  }
+  // One tensor may leave several times, never while it is already out.
+  std::vector<size_t> order(out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(out[a].tensor, out[a].evict_after, a) <
+           std::tie(out[b].tensor, out[b].evict_after, b);
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const ResolvedEntry& before = out[order[k - 1]];
+    const ResolvedEntry& after = out[order[k]];
+    if (before.tensor == after.tensor && after.evict_after < before.next_use) {
+      error = fmt::format("entries[{}]: its tensor is still out for entries[{}] (evicted after op "
+                          "{}, back for op {})",
+                          order[k], order[k - 1], before.evict_after, before.next_use);
+      return false;
+    }
   }
   return true;
 }

@@ -153,5 +153,45 @@ TEST(Fixtures, SimulationIsDeterministic) {
   EXPECT_EQ(a.result.peak_bytes, b.result.peak_bytes);
 }
 
+
+// A plan resolves only against the window it was made for, each tensor out
+// once at a time, from a planner cuswap knows.
+TEST(Fixtures, PlansAreCheckedAgainstTheTrace) {
+  const Fixture* with_entries = nullptr;
+  PlanOutcome made;
+  for (const Fixture& f : fixtures()) {
+    made = plan_and_simulate(*find_planner("cuswap"), f.workload, at_percent(f.workload, 60));
+    if (!made.plan.entries.empty()) {
+      with_entries = &f;
+      break;
+    }
+  }
+  ASSERT_NE(with_entries, nullptr);
+  const Workload& w = with_entries->workload;
+  std::vector<ResolvedEntry> resolved;
+  std::string error;
+  ASSERT_TRUE(resolve(made.plan, w, resolved, error)) << error;
+
+  Plan p = made.plan;
+  p.device = w.device + 1;
+  EXPECT_FALSE(resolve(p, w, resolved, error));
+  EXPECT_NE(error.find("key device: the plan is for device"), std::string::npos) << error;
+
+  p = made.plan;
+  p.iteration = w.iteration == trace::kNoIteration ? 7 : w.iteration + 7;
+  EXPECT_FALSE(resolve(p, w, resolved, error));
+  EXPECT_NE(error.find("key iteration: the plan is for iteration"), std::string::npos) << error;
+
+  p = made.plan;
+  p.planner = "nope";
+  EXPECT_FALSE(resolve(p, w, resolved, error));
+  EXPECT_NE(error.find("key planner: expected one of"), std::string::npos) << error;
+
+  p = made.plan;
+  p.entries.push_back(p.entries.front());
+  EXPECT_FALSE(resolve(p, w, resolved, error));
+  EXPECT_NE(error.find("its tensor is still out for entries[0]"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace cuswap::policy::test

@@ -1,6 +1,6 @@
 // gunzip: transparent decompression of `.gz` traces with zlib, members
-// concatenated as gzip(1) does. The output is capped so that a small bomb
-// cannot exhaust memory.
+// concatenated as gzip(1) does. The output is capped (Note [Bounded input])
+// before it grows past the cap, so a small bomb cannot exhaust memory.
 #include <zlib.h>
 
 #include <fmt/format.h>
@@ -8,11 +8,8 @@
 #include "tracer/import/importers.h"
 
 namespace cuswap::trace::import {
-namespace {
-constexpr size_t kMaxInflatedBytes = size_t{16} << 30;  // 16 GiB
-}
-
-bool gunzip(std::string_view bytes, std::string_view name, std::string& out, std::string& error) {
+bool gunzip(std::string_view bytes, std::string_view name, uint64_t max_out_bytes,
+            std::string_view limit_hint, std::string& out, std::string& error) {
   out.clear();
   size_t consumed = 0;
   while (consumed < bytes.size()) {
@@ -30,13 +27,15 @@ bool gunzip(std::string_view bytes, std::string_view name, std::string& out, std
       stream.next_out = reinterpret_cast<Bytef*>(buffer);
       stream.avail_out = sizeof buffer;
       rc = inflate(&stream, Z_NO_FLUSH);
-      out.append(buffer, sizeof buffer - stream.avail_out);
-      if (out.size() > kMaxInflatedBytes) {
+      const size_t produced = sizeof buffer - stream.avail_out;
+      if (out.size() + produced > max_out_bytes) {
+        const size_t at = consumed + stream.total_in;
         inflateEnd(&stream);
-        error = fmt::format("{}: offset {}: expected at most {} bytes once inflated", name,
-                            consumed + stream.total_in, kMaxInflatedBytes);
+        error = fmt::format("{}: offset {}: expected at most {} bytes once inflated{}", name, at,
+                            max_out_bytes, limit_hint);
         return false;
       }
+      out.append(buffer, produced);
       if (rc == Z_BUF_ERROR && stream.avail_in == 0 && member_in > stream.total_in) {
         stream.avail_in = static_cast<uInt>(
             std::min<size_t>(member_in - stream.total_in, UINT32_MAX));

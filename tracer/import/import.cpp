@@ -3,6 +3,11 @@
 // on a huge file is the one exception, caught and reported as a line.
 #include "tracer/import/import.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +23,31 @@ namespace {
 
 bool starts_with_bytes(std::string_view bytes, const uint8_t* magic, size_t size) {
   return bytes.size() >= size && std::memcmp(bytes.data(), magic, size) == 0;
+}
+
+constexpr uint8_t kGzipMagic[] = {0x1f, 0x8b};
+constexpr std::string_view kLimitHint = " (the input limit: --max-input SIZE raises it)";
+
+// Note [Bounded input]: could these first bytes start a trace? gzip, .cst,
+// JSON (after a byte-order mark and whitespace) or a protobuf message,
+// whose first byte is a field tag: a field number of at least 1 and a wire
+// type of 0, 1, 2 or 5. Returns "" when they could, else what was found.
+std::string implausible_start(std::string_view first) {
+  if (first.empty()) return "";
+  if (starts_with_bytes(first, kGzipMagic, sizeof kGzipMagic)) return "";
+  if (first.size() < cst::kMagic.size()
+          ? std::memcmp(first.data(), cst::kMagic.data(), first.size()) == 0
+          : starts_with_bytes(first, cst::kMagic.data(), cst::kMagic.size()))
+    return "";
+  size_t i = first.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  while (i < first.size() && (first[i] == ' ' || first[i] == '\n' || first[i] == '\r' || first[i] == '\t'))
+    ++i;
+  if (i == first.size() || first[i] == '{' || first[i] == '[') return "";
+  const auto tag = static_cast<uint8_t>(first[0]);
+  const unsigned wire_type = tag & 7u;
+  if ((tag >> 3) >= 1 && (wire_type == 0 || wire_type == 1 || wire_type == 2 || wire_type == 5))
+    return "";
+  return fmt::format("byte 0x{:02x}", tag);
 }
 
 bool dispatch(std::string_view bytes, std::string_view name, const ImportOptions& options,
@@ -46,10 +76,22 @@ bool import_trace_bytes(std::string_view bytes, std::string_view name,
   try {
     out = Trace{};
     out.source = std::string(name);
-    static constexpr uint8_t kGzipMagic[] = {0x1f, 0x8b};
     if (starts_with_bytes(bytes, kGzipMagic, sizeof kGzipMagic)) {
+      // Note [Bounded input]: the input limit, and a ratio to the compressed size.
+      uint64_t cap = options.max_input_bytes;
+      std::string hint(kLimitHint);
+      if (options.max_inflation_ratio) {
+        const uint64_t by_ratio =
+            std::max<uint64_t>(options.inflation_floor_bytes,
+                               uint64_t{options.max_inflation_ratio} * bytes.size());
+        if (by_ratio < cap) {
+          cap = by_ratio;
+          hint = fmt::format(" ({}x the compressed size: a gzip bomb? --max-input SIZE allows it)",
+                             options.max_inflation_ratio);
+        }
+      }
       std::string inflated;
-      if (!import::gunzip(bytes, name, inflated, error)) return false;
+      if (!import::gunzip(bytes, name, cap, hint, inflated, error)) return false;
       if (starts_with_bytes(inflated, kGzipMagic, sizeof kGzipMagic)) {
         error = fmt::format("{}: offset 0: expected one level of gzip, found gzip inside gzip",
                             name);
@@ -71,20 +113,53 @@ bool import_trace(const std::string& path, const ImportOptions& options, Trace& 
                   std::string& error) {
   std::string bytes;
   try {
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) {
+    // Note [Bounded input]: regular files, pipes and devices alike.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
       error = fmt::format("{}: cannot read: {}", path, std::strerror(errno));
       return false;
     }
-    char buffer[1 << 16];
-    size_t got = 0;
-    while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0) bytes.append(buffer, got);
-    const bool failed = std::ferror(file) != 0;
-    const int saved_errno = errno;
-    std::fclose(file);
-    if (failed) {
-      error = fmt::format("{}: cannot read: {}", path, std::strerror(saved_errno));
+    struct FdCloser {
+      int fd;
+      ~FdCloser() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) st = {};
+    if (S_ISDIR(st.st_mode)) {
+      error = fmt::format("{}: cannot read: it is a directory", path);
       return false;
+    }
+    const uint64_t limit = options.max_input_bytes;
+    if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit) {
+      error = fmt::format("{}: offset {}: expected at most {} bytes, the file has {}{}", path, limit,
+                          limit, st.st_size, kLimitHint);
+      return false;
+    }
+    if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<size_t>(st.st_size));
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t got = ::read(fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        error = fmt::format("{}: cannot read: {}", path, std::strerror(errno));
+        return false;
+      }
+      if (got == 0) break;
+      if (bytes.size() + static_cast<size_t>(got) > limit) {
+        error = fmt::format("{}: offset {}: expected at most {} bytes{}", path, limit, limit,
+                            kLimitHint);
+        return false;
+      }
+      bytes.append(buffer, static_cast<size_t>(got));
+      // The first bytes must start a trace: a device of zeros is refused here.
+      if (bytes.size() == static_cast<size_t>(got)) {
+        if (const std::string found = implausible_start(std::string_view(bytes).substr(0, 16));
+            !found.empty()) {
+          error = fmt::format(
+              "{}: offset 0: expected a trace (gzip, JSON, .cst or protobuf), found {}", path, found);
+          return false;
+        }
+      }
     }
   } catch (const std::bad_alloc&) {
     error = fmt::format("{}: cannot read: out of memory", path);

@@ -19,9 +19,22 @@
 
 namespace cuswap::trace {
 
+// Note [Bounded input]: a trace is untrusted input. What is read from a
+// file (a regular file, a pipe or a device alike) and what gzip inflates to
+// are capped by max_input_bytes; gzip may also inflate to at most
+// max_inflation_ratio times its own size (above a floor of
+// inflation_floor_bytes), which stops a small bomb long before the cap; and
+// the first bytes must start a format cuswap reads, so a stream of zeros or
+// noise is refused at offset 0 without reading on.
+inline constexpr uint64_t kDefaultMaxInputBytes = uint64_t{2} << 30;  // 2 GiB
+inline constexpr uint64_t kInflationFloorBytes = uint64_t{128} << 20;
+
 struct ImportOptions {
   bool allow_incomplete = false;  // .cst whose recording never finished
   bool progress = false;          // progress on stderr (set by the CLI when stderr is a terminal)
+  uint64_t max_input_bytes = kDefaultMaxInputBytes;  // read or inflated (Note [Bounded input])
+  uint32_t max_inflation_ratio = 200;                // 0: no ratio limit
+  uint64_t inflation_floor_bytes = kInflationFloorBytes;  // the ratio applies above it
 };
 
 // Detects the format from content (gzip transparent), reads `path` into `out`.

@@ -19,8 +19,9 @@ namespace cuswap::trace::import {
 [[nodiscard]] bool import_proto(std::string_view bytes, std::string_view name,
                                 const ImportOptions& options, Trace& out, std::string& error);
 
-// Inflates gzip (one or more members); false + one line on a broken stream.
-[[nodiscard]] bool gunzip(std::string_view bytes, std::string_view name, std::string& out,
-                          std::string& error);
+// Inflates gzip (one or more members) to at most max_out_bytes; false + one
+// line on a broken stream or past the limit (`limit_hint` ends that line).
+[[nodiscard]] bool gunzip(std::string_view bytes, std::string_view name, uint64_t max_out_bytes,
+                          std::string_view limit_hint, std::string& out, std::string& error);
 
 }  // namespace cuswap::trace::import
