@@ -44,8 +44,16 @@ int run_simulate(const SimulateOptions& o, std::FILE* out, std::FILE* err) {
   std::string error;
   policy::Plan plan;
   std::vector<policy::ResolvedEntry> entries;
-  if (!load(o.file, o.policy, loaded, error) ||
-      !obtain_plan(loaded, o.policy, o.plan, o.planner, plan, entries, error)) {
+  if (!load(o.file, o.policy, loaded, error)) {
+    fmt::print(err, "cuswap: error: {}\n", error);
+    return kExitBadInput;
+  }
+  // Without a budget or a plan: the infinite-memory figures, nothing moved.
+  const bool unlimited = o.plan.empty() && !loaded.budget_given;
+  if (unlimited) {
+    loaded.request.budget_bytes = UINT64_MAX;
+    plan.planner = "none";
+  } else if (!obtain_plan(loaded, o.policy, o.plan, o.planner, plan, entries, error)) {
     fmt::print(err, "cuswap: error: {}\n", error);
     return kExitBadInput;
   }
@@ -80,7 +88,8 @@ Command add_simulate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "simulate", "Predict peak memory and iteration time of a trace under a swap plan.");
   sub->footer(
-      "The plan comes from --plan (a file written by `cuswap plan`) or is made by --planner. "
+      "The plan comes from --plan (a file written by `cuswap plan`) or is made by --planner; "
+      "with neither --plan nor --budget, nothing is moved: the infinite-memory figures. "
       "Exit codes: 0 the plan fits the budget, 1 it does not (the report says by how much and "
       "what must be resident), 2 bad usage or input (one line on stderr).");
   sub->add_option("file", options->file, "The trace (any format `cuswap inspect` reads)")

@@ -196,6 +196,19 @@ TEST_F(PolicyCli, InfeasibleBudgetIsAReport) {
             uint64_t(doc["shortfall"]["required_bytes"]) - 1024u);
 }
 
+TEST_F(PolicyCli, SimulateWithoutABudgetGivesTheInfiniteMemoryFigures) {
+  const Result r = cuswap({"simulate", kTrace, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS) << r.out;
+  EXPECT_EQ(uint64_t(doc["entries"]), 0u);
+  EXPECT_GT(int64_t(doc["infinite_memory_ns"]), 0);
+  EXPECT_EQ(int64_t(doc["iteration_ns"]), int64_t(doc["infinite_memory_ns"]));
+  EXPECT_EQ(uint64_t(doc["peak_bytes"]), uint64_t(doc["infinite_memory_peak_bytes"]));
+  EXPECT_EQ(uint64_t(doc["h2d_bytes"]) + uint64_t(doc["d2h_bytes"]), 0u);
+}
+
 TEST_F(PolicyCli, HelpEverywhere) {
   for (const char* sub : {"plan", "simulate", "compare", "export"}) {
     const Result r = cuswap({sub, "--help"});

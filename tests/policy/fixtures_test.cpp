@@ -153,7 +153,6 @@ TEST(Fixtures, SimulationIsDeterministic) {
   EXPECT_EQ(a.result.peak_bytes, b.result.peak_bytes);
 }
 
-
 // A plan resolves only against the window it was made for, each tensor out
 // once at a time, from a planner cuswap knows.
 TEST(Fixtures, PlansAreCheckedAgainstTheTrace) {
