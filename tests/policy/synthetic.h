@@ -3,6 +3,7 @@
 // allocated at their producer's start and freed at their last op's end.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>

@@ -144,12 +144,51 @@ bool find_member(simdjson::dom::element o, std::string_view key, simdjson::dom::
   return obj.at_key(key).get(out) == simdjson::SUCCESS;
 }
 
+namespace {
+
+// The offset of the first byte that does not start a valid UTF-8 sequence
+// (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF), or npos.
+size_t first_invalid_utf8(std::string_view b) {
+  size_t i = 0;
+  while (i < b.size()) {
+    const auto c = static_cast<uint8_t>(b[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    uint8_t low = 0x80, high = 0xbf;  // the range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) n = 1;
+    else if (c == 0xe0) n = 2, low = 0xa0;
+    else if (c == 0xed) n = 2, high = 0x9f;
+    else if (c >= 0xe1 && c <= 0xef) n = 2;
+    else if (c == 0xf0) n = 3, low = 0x90;
+    else if (c == 0xf4) n = 3, high = 0x8f;
+    else if (c >= 0xf1 && c <= 0xf3) n = 3;
+    else return i;
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= b.size()) return i;
+      const auto d = static_cast<uint8_t>(b[i + k]);
+      if (k == 1 ? (d < low || d > high) : (d < 0x80 || d > 0xbf)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 bool parse_json(std::string_view bytes, std::string_view name, simdjson::dom::parser& parser,
                 simdjson::dom::element& root, std::string& error) {
   const auto code = parser.parse(bytes.data(), bytes.size(), true).get(root);
   if (code == simdjson::SUCCESS) return true;
   const JsonSyntaxError syntax = find_json_syntax_error(bytes);
-  if (syntax.found)
+  const size_t bad_utf8 = code == simdjson::UTF8_ERROR ? first_invalid_utf8(bytes)
+                                                       : std::string_view::npos;
+  if (bad_utf8 != std::string_view::npos && (!syntax.found || bad_utf8 < syntax.offset))
+    error = fmt::format("{}: offset {}: expected UTF-8 text, found byte 0x{:02x}", name, bad_utf8,
+                        bad_utf8 < bytes.size() ? static_cast<uint8_t>(bytes[bad_utf8]) : 0);
+  else if (syntax.found)
     error = fmt::format("{}: offset {}: expected {}", name, syntax.offset, syntax.expected);
   else
     error = fmt::format("{}: offset 0: expected valid JSON ({})", name,

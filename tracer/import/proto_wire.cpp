@@ -8,6 +8,8 @@
 // message). An XSpace may also start with hostnames (field 4).
 #include "tracer/import/proto_wire.h"
 
+#include <google/protobuf/descriptor.h>
+
 #include <fmt/format.h>
 
 namespace cuswap::trace::import {
@@ -103,6 +105,56 @@ WireError find_wire_error(std::string_view bytes) {
   while (pos < bytes.size())
     if (!next_field(bytes, pos, f, err)) return err;
   return {};
+}
+
+namespace {
+
+// The wire type a field's declaration allows, or -1 for any (unknown fields).
+int wire_type_of(const google::protobuf::FieldDescriptor& field) {
+  using F = google::protobuf::FieldDescriptor;
+  switch (field.type()) {
+    case F::TYPE_DOUBLE: case F::TYPE_FIXED64: case F::TYPE_SFIXED64: return 1;
+    case F::TYPE_FLOAT: case F::TYPE_FIXED32: case F::TYPE_SFIXED32: return 5;
+    case F::TYPE_STRING: case F::TYPE_BYTES: case F::TYPE_MESSAGE: return 2;
+    case F::TYPE_GROUP: return 3;
+    default: return 0;  // varints
+  }
+}
+
+WireError scan(std::string_view bytes, size_t base, const google::protobuf::Descriptor& message,
+               int depth) {
+  size_t pos = 0;
+  WireError err;
+  Field f;
+  while (pos < bytes.size()) {
+    if (!next_field(bytes, pos, f, err)) {
+      err.offset += base;
+      return err;
+    }
+    const google::protobuf::FieldDescriptor* field = message.FindFieldByNumber(static_cast<int>(f.number));
+    if (!field) continue;  // unknown fields are kept, not checked
+    const int expected = wire_type_of(*field);
+    // Packed repeated scalars come as one length-delimited field.
+    const bool packed = field->is_repeated() && f.wire_type == 2 && expected != 2;
+    if (f.wire_type != expected && !packed) {
+      return {true, base + f.offset,
+              fmt::format("wire type {} for field {} ({}.{}), found {}", expected, f.number,
+                          message.name(), field->name(), f.wire_type)};
+    }
+    if (field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE && depth < 64) {
+      const size_t payload_at = static_cast<size_t>(f.payload.data() - bytes.data());
+      WireError inner = scan(f.payload, base + payload_at, *field->message_type(), depth + 1);
+      if (inner.found) return inner;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+WireError find_nested_wire_error(std::string_view bytes,
+                                 const google::protobuf::Descriptor& message) {
+  return scan(bytes, 0, message, 0);
 }
 
 ProtoKind detect_proto_kind(std::string_view bytes) {

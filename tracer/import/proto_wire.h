@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+namespace google::protobuf {
+class Descriptor;
+}
+
 namespace cuswap::trace::import {
 
 enum class ProtoKind : uint8_t { unknown, xspace, step_stats, run_metadata };
@@ -21,6 +25,12 @@ struct WireError {
 
 // The first field, at the top level, that is not well formed.
 WireError find_wire_error(std::string_view bytes);
+
+// The same through nested messages, by the schema of `message`: the first
+// field, at any depth, that is not well formed or has a wire type its
+// declaration does not allow; offsets count from the start of `bytes`.
+WireError find_nested_wire_error(std::string_view bytes,
+                                 const google::protobuf::Descriptor& message);
 
 // Decides from the first message in field 1 (see the .cpp for the rules).
 ProtoKind detect_proto_kind(std::string_view bytes);

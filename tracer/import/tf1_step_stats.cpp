@@ -24,6 +24,7 @@
 #include "proto/step_stats.pb.h"
 #include "tracer/import/builder.h"
 #include "tracer/import/proto_importers.h"
+#include "tracer/import/proto_wire.h"
 #include "tracer/import/tf_common.h"
 
 namespace cuswap::trace::import {
@@ -80,8 +81,13 @@ bool import_step_stats(std::string_view bytes, std::string_view name, bool run_m
   const bool ok = run_metadata ? metadata.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))
                                : step_stats.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   if (!ok) {
-    error = fmt::format("{}: offset 0: expected a {} message (protobuf could not decode a nested "
-                        "field)", name, run_metadata ? "RunMetadata" : "StepStats");
+    const char* const what = run_metadata ? "RunMetadata" : "StepStats";
+    const WireError wire = find_nested_wire_error(
+        bytes, run_metadata ? *pb::RunMetadata::descriptor() : *pb::StepStats::descriptor());
+    error = wire.found ? fmt::format("{}: offset {}: expected {} (in a {} message)", name,
+                                     wire.offset, wire.expected, what)
+                       : fmt::format("{}: offset 0: expected a {} message (protobuf could not "
+                                     "decode a nested field)", name, what);
     return false;
   }
   const pb::StepStats& stats = run_metadata ? metadata.step_stats() : step_stats;

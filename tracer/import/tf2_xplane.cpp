@@ -29,6 +29,7 @@
 #include "tracer/import/builder.h"
 #include "tracer/import/device_clock.h"
 #include "tracer/import/proto_importers.h"
+#include "tracer/import/proto_wire.h"
 #include "tracer/import/tf_common.h"
 #include "proto/xplane.pb.h"
 
@@ -112,8 +113,11 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
                    std::string& error) {
   pb::XSpace space;
   if (!space.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    error = fmt::format("{}: offset 0: expected an XSpace message (protobuf could not decode a "
-                        "nested field)", name);
+    const WireError wire = find_nested_wire_error(bytes, *pb::XSpace::descriptor());
+    error = wire.found ? fmt::format("{}: offset {}: expected {} (in an XSpace message)", name,
+                                     wire.offset, wire.expected)
+                       : fmt::format("{}: offset 0: expected an XSpace message (protobuf could "
+                                     "not decode a nested field)", name);
     return false;
   }
   out.format = TraceFormat::tf2_xplane;

@@ -139,6 +139,8 @@ const Case kCases[] = {
     {"empty", "", "offset 0: expected a trace, found an empty file"},
     {"invalid_json", R"({"traceEvents": [1, })", "offset 20: expected a JSON value"},
     {"json_ends_early", R"({"traceEvents": [)", "offset 17: expected a JSON value (the document ends early)"},
+    {"json_invalid_utf8", "{\"traceEvents\": [\"ab\xe2\x28\xa1\"]}",
+     "offset 20: expected UTF-8 text, found byte 0xe2"},
     {"unknown_json", R"({"x": 1})",
      "/: expected a trace: an object with traceEvents (Chrome trace), memoryProfilePerAllocator "
      "(TensorFlow 2 memory profile) or segments/device_traces (PyTorch memory snapshot)"},
@@ -180,6 +182,9 @@ const Case kCases[] = {
     {"proto_bad_wire_type", std::string("\x0f\x01", 2),
      "offset 0: expected wire type 0, 1, 2 or 5 for field 1 (found 7) (not a trace cuswap can "
      "read, or a damaged protobuf)"},
+    {"proto_nested_damage", std::string("\x0a\x04\x08\x01\x12\x09", 6),
+     "offset 5: expected a length of field 2 within the data (9 bytes declared, 0 left) (in an "
+     "XSpace message)"},
     {"proto_unknown_message", std::string("\x08\x01", 2),
      "offset 0: expected a trace: .cst, JSON, or a TensorFlow XSpace, StepStats or RunMetadata "
      "protobuf"},
