@@ -56,6 +56,8 @@ device's timeline, all in nanoseconds from the raw timestamps:
   sample_ops      a few kernels as [name, start_ns, duration_ns], start
                   from the first X event of the file (TF1) or from the
                   step's first kernel (TF2, PyTorch);
+TF1 timelines captured on a CPU have step_span_ns (first op start to last
+op end) and sample_ops (ops by args.name) too.
   running_peak_bytes (PyTorch) the device's live bytes as the running sum
                   of its [memory] events says, memory from before the trace
                   included: max(sum) - min(0, min(sum)).
@@ -168,7 +170,16 @@ def timeline_facts(path):
             for name, value in e.get("args", {}).items():
                 counter_peak[name] = max(counter_peak.get(name, 0), int(value))
     facts["counter_peak_bytes"] = counter_peak
-    facts.update(_timeline_gpu_facts(events))
+    gpu = _timeline_gpu_facts(events)
+    if gpu:
+        facts.update(gpu)
+    else:  # a CPU capture: its ops as timeline.py wrote them
+        ops = [(e.get("args", {}).get("name", e.get("name")), int(e["ts"]) * 1000, int(e.get("dur", 0)) * 1000)
+               for e in events if e.get("ph") == "X" and e.get("cat") == "Op"]
+        if ops:
+            origin = min(t for _, t, _ in ops)
+            facts["step_span_ns"] = max(t + d for _, t, d in ops) - origin
+            facts["sample_ops"] = _sample(ops, origin)
     named = {k: v for k, v in counter_peak.items() if k}
     facts["allocator"] = max(named, key=named.get) if named else ""
     facts["reported_peak_bytes"] = named.get(facts["allocator"], 0)

@@ -96,6 +96,32 @@ TEST_P(Golden, MatchesTheSource) {
   EXPECT_FALSE(trace.sampled && e.format != "tf2-memory-profile");
 }
 
+// Each sample op of the source has an op of that name covering it, at the
+// same time from the origin (TF1: the trace's; PyTorch and TF2: the first
+// kernel of the device in the planned step). `device` -1: any device.
+void expect_sample_ops(const Trace& trace, const policy::Workload& w, const Expected& e,
+                       int device) {
+  int64_t origin_ns = 0;
+  if (e.format != "tf1-timeline") {
+    const int64_t from = w.iteration == kNoIteration ? 0 : trace.iterations[w.iteration].start_ns;
+    origin_ns = INT64_MAX;
+    for (const Op& op : trace.ops)
+      if (op.device == device && !op.is_copy && op.start_ns >= from)
+        origin_ns = std::min(origin_ns, op.start_ns);
+  }
+  ASSERT_FALSE(e.sample_ops.empty());
+  constexpr int64_t kSlackNs = 1000;  // sources in whole or fractional microseconds
+  for (const Expected::SampleOp& s : e.sample_ops) {
+    const int64_t start = origin_ns + s.start_ns;
+    const bool found = std::any_of(trace.ops.begin(), trace.ops.end(), [&](const Op& op) {
+      return (device < 0 || op.device == device) && op.name == s.name &&
+             op.start_ns <= start + kSlackNs &&
+             op.start_ns + op.duration_ns + kSlackNs >= start + s.duration_ns;
+    });
+    EXPECT_TRUE(found) << s.name << " at " << s.start_ns << " ns for " << s.duration_ns << " ns";
+  }
+}
+
 // GPU captures: the step on the device's clock, its ops and its memory.
 class GoldenGpu : public ::testing::TestWithParam<Expected> {};
 
@@ -118,27 +144,7 @@ TEST_P(GoldenGpu, DeviceTimeAndPeak) {
   EXPECT_NEAR(static_cast<double>(step_ns), span, 0.10 * span);
   EXPECT_GE(step_ns, static_cast<int64_t>(*e.busiest_stream_busy_ns));
 
-  // Sample kernels: an op of that name on the device covers each, at the
-  // same time from the origin (TF1: the trace's; PyTorch and TF2: the first
-  // kernel of the device in the planned step).
-  int64_t origin_ns = 0;
-  if (e.format != "tf1-timeline") {  // the first kernel of the device (in the planned step)
-    const int64_t from = w.iteration == kNoIteration ? 0 : trace.iterations[w.iteration].start_ns;
-    origin_ns = INT64_MAX;
-    for (const Op& op : trace.ops)
-      if (op.device == device && !op.is_copy && op.start_ns >= from)
-        origin_ns = std::min(origin_ns, op.start_ns);
-  }
-  ASSERT_FALSE(e.sample_ops.empty());
-  constexpr int64_t kSlackNs = 1000;  // sources in whole or fractional microseconds
-  for (const Expected::SampleOp& s : e.sample_ops) {
-    const int64_t start = origin_ns + s.start_ns;
-    const bool found = std::any_of(trace.ops.begin(), trace.ops.end(), [&](const Op& op) {
-      return op.device == device && op.name == s.name && op.start_ns <= start + kSlackNs &&
-             op.start_ns + op.duration_ns + kSlackNs >= start + s.duration_ns;
-    });
-    EXPECT_TRUE(found) << s.name << " at " << s.start_ns << " ns for " << s.duration_ns << " ns";
-  }
+  expect_sample_ops(trace, w, e, device);
 
   // The device's peak: the allocator's own count where it keeps one, else
   // the running sum of the events; the planned workload sees the same.
@@ -150,10 +156,37 @@ TEST_P(GoldenGpu, DeviceTimeAndPeak) {
   EXPECT_LE(window_peak, source_peak);
 }
 
+// Captures on a CPU with op times of their own (TF1 timelines): the ops
+// keep them, and one window spans them.
+class GoldenTimes : public ::testing::TestWithParam<Expected> {};
+
+TEST_P(GoldenTimes, OpsKeepTheirTimes) {
+  const Expected& e = GetParam();
+  Trace trace;
+  std::string error;
+  ASSERT_TRUE(import_trace(e.path, ImportOptions{}, trace, error)) << error;
+  policy::Workload w;
+  ASSERT_TRUE(policy::build_workload(trace, {}, w, error)) << error;
+  EXPECT_EQ(policy::infinite_memory_starts(w, 1.0).back(), static_cast<int64_t>(*e.step_span_ns));
+  expect_sample_ops(trace, w, e, -1);
+}
+
+std::vector<Expected> timed_cpu_fixtures() {
+  std::vector<Expected> out;
+  for (const Expected& e : load_expected())
+    if (e.step_span_ns && !e.busiest_stream_busy_ns) out.push_back(e);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTimes, ::testing::ValuesIn(timed_cpu_fixtures()),
+                         [](const ::testing::TestParamInfo<Expected>& param_info) {
+                           return test_name(param_info.param.file);
+                         });
+
 std::vector<Expected> gpu_fixtures() {
   std::vector<Expected> out;
   for (const Expected& e : load_expected())
-    if (e.step_span_ns) out.push_back(e);
+    if (e.step_span_ns && e.busiest_stream_busy_ns) out.push_back(e);
   return out;
 }
 
