@@ -122,4 +122,22 @@ int64_t picos_to_ns(uint64_t picos) {
   return static_cast<int64_t>(std::min<uint64_t>(picos / 1000, std::numeric_limits<int64_t>::max() / 4));
 }
 
+uint64_t TraceBuilder::add_held_before(const std::string& allocator, int device,
+                                       uint64_t held_bytes, std::string name) {
+  uint64_t freed = 0;
+  for (const Tensor& t : trace_.tensors)
+    if (t.persistent && t.allocator == allocator) freed += t.size_bytes;
+  if (held_bytes <= freed) return 0;
+  Tensor t;
+  t.name = std::move(name);
+  t.size_bytes = held_bytes - freed;
+  t.requested_bytes = t.size_bytes;
+  t.allocator = allocator;
+  t.device = device;
+  t.persistent = true;
+  const uint64_t size = t.size_bytes;
+  trace_.tensors.push_back(std::move(t));
+  return size;
+}
+
 }  // namespace cuswap::trace::import

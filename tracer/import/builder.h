@@ -49,6 +49,14 @@ class TraceBuilder {
 
   void note(std::string line) { trace_.notes.push_back(std::move(line)); }
 
+  // Memory an allocator held before the trace and did not free in it
+  // (weights, optimizer state): `held_bytes` (the allocator's own count
+  // before its first event) less what the trace's persistent tensors of
+  // that allocator give back, as one persistent tensor named `name`.
+  // Returns its size (0: nothing added).
+  uint64_t add_held_before(const std::string& allocator, int device, uint64_t held_bytes,
+                           std::string name);
+
   // Sorts, remaps and shifts as the header says.
   void finish();
 

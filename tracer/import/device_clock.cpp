@@ -49,4 +49,22 @@ int64_t DeviceClock::free_ns(int device, int64_t host_ns) const {
   return end != INT64_MIN ? end : host_ns;
 }
 
+bool DeviceClock::to_device_clock(Tensor& t) const {
+  if (!mapped(t.device)) return false;
+  if (!t.persistent) t.alloc_ns = alloc_ns(t.device, t.alloc_ns);
+  if (t.free_ns) t.free_ns = std::max(free_ns(t.device, *t.free_ns), t.alloc_ns);
+  return true;
+}
+
+int busiest_device(const std::vector<Op>& ops) {
+  std::map<int, size_t> work;
+  for (const Op& op : ops)
+    if (op.device >= 0 && !op.is_copy) ++work[op.device];
+  int best = -1;
+  size_t most = 0;
+  for (const auto& [device, count] : work)
+    if (count > most) best = device, most = count;
+  return best;
+}
+
 }  // namespace cuswap::trace::import

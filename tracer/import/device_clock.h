@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tracer/trace.h"
+
 namespace cuswap::trace::import {
 
 class DeviceClock {
@@ -44,6 +46,10 @@ class DeviceClock {
   // launch, host_ns.
   int64_t free_ns(int device, int64_t host_ns) const;
 
+  // A tensor's lifetime onto its device's clock (a persistent tensor keeps
+  // its start); false, and nothing changed, where that device has no clock.
+  bool to_device_clock(Tensor& t) const;
+
  private:
   struct Work {
     int device;
@@ -63,5 +69,9 @@ class DeviceClock {
   std::unordered_map<uint64_t, Work> work_;
   std::map<int, Lane> by_device_;
 };
+
+// The device with the most compute ops (copies left out), whose clock
+// places the steps; -1 where no op is on a device.
+int busiest_device(const std::vector<Op>& ops);
 
 }  // namespace cuswap::trace::import

@@ -300,19 +300,9 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
   // own frees account for, as one persistent tensor per allocator.
   uint64_t never_freed_bytes = 0;
   for (const auto& [allocator, held_bytes] : before_profile) {
-    uint64_t freed = 0;
-    for (const Tensor& t : out.tensors)
-      if (t.persistent && t.allocator == allocator) freed += t.size_bytes;
-    if (held_bytes <= freed) continue;
-    Tensor t;
-    t.name = "(allocated before the profile)";
-    t.size_bytes = held_bytes - freed;
-    t.requested_bytes = t.size_bytes;
-    t.allocator = allocator;
-    t.persistent = true;
-    never_freed_bytes += t.size_bytes;
+    never_freed_bytes += builder.add_held_before(allocator, 0, held_bytes,
+                                                 "(allocated before the profile)");
     spaces.count(allocator, 0);
-    builder.add_tensor(std::move(t));
   }
   if (never_freed_bytes)
     builder.note(fmt::format("{} bytes allocated before the profile and not freed in it (by "
@@ -327,22 +317,10 @@ bool import_xspace(std::string_view bytes, std::string_view name, Trace& out,
   // events]): the BFC allocator hands memory out when the op is enqueued.
   clock.finish();
   bool moved = false;
-  for (Tensor& t : out.tensors) {
-    if (t.space != MemorySpace::device || !clock.mapped(t.device)) continue;
-    moved = true;
-    if (!t.persistent) t.alloc_ns = clock.alloc_ns(t.device, t.alloc_ns);
-    if (t.free_ns) t.free_ns = std::max(clock.free_ns(t.device, *t.free_ns), t.alloc_ns);
-  }
+  for (Tensor& t : out.tensors)
+    if (t.space == MemorySpace::device) moved |= clock.to_device_clock(t);
   // The device with the most kernels: its clock places the steps.
-  int step_device = -1;
-  {
-    std::map<int, size_t> work;
-    for (const Op& op : out.ops)
-      if (op.device >= 0 && !op.is_copy) ++work[op.device];
-    size_t most = 0;
-    for (const auto& [device, count] : work)
-      if (count > most) step_device = device, most = count;
-  }
+  const int step_device = busiest_device(out.ops);
   const bool step_clock = step_device >= 0 && clock.mapped(step_device);
   if (moved)
     builder.note("device tensors and steps on the device's clock, through the kernels' "

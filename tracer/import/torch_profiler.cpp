@@ -382,21 +382,9 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
   // own frees account for. One persistent tensor keeps the live bytes equal
   // to the allocator's count.
   uint64_t never_freed_bytes = 0;
-  for (const auto& [allocator, bytes] : before_trace) {
-    uint64_t freed = 0;
-    for (const Tensor& t : out.tensors)
-      if (t.persistent && t.allocator == allocator) freed += t.size_bytes;
-    if (bytes <= freed) continue;
-    Tensor t;
-    t.name = "(allocated before the trace)";
-    t.size_bytes = bytes - freed;
-    t.requested_bytes = t.size_bytes;
-    t.allocator = allocator;
-    t.device = allocator_device[allocator];
-    t.persistent = true;
-    never_freed_bytes += t.size_bytes;
-    builder.add_tensor(std::move(t));
-  }
+  for (const auto& [allocator, bytes] : before_trace)
+    never_freed_bytes += builder.add_held_before(allocator, allocator_device[allocator], bytes,
+                                                 "(allocated before the trace)");
   if (never_freed_bytes)
     builder.note(fmt::format("{} bytes allocated before the trace and not freed in it (by \"Total "
                              "Allocated\"): one persistent tensor per allocator", never_freed_bytes));
@@ -405,24 +393,13 @@ bool import_torch_profiler(simdjson::dom::array events, const JsonPath& path,
   // move to the device's (Note [Device time of memory events]).
   clock.finish();
   if (clock.mapped()) {
-    for (Tensor& t : out.tensors) {
-      if (!t.allocator.starts_with("cuda:")) continue;
-      if (!t.persistent) t.alloc_ns = clock.alloc_ns(t.device, t.alloc_ns);
-      if (t.free_ns) t.free_ns = std::max(clock.free_ns(t.device, *t.free_ns), t.alloc_ns);
-    }
+    for (Tensor& t : out.tensors)
+      if (t.allocator.starts_with("cuda:")) (void)clock.to_device_clock(t);
     builder.note("CUDA tensors and steps on the device's clock: from the first kernel launched "
                  "after their start to the end of the last launched before their end");
   }
   // Steps on the clock of the device with the most work.
-  int step_device = -1;
-  size_t most_work = 0;
-  {
-    std::map<int, size_t> work;
-    for (size_t op = 0; op < host_op.size(); ++op)
-      if (!host_op[op]) ++work[builder.op(static_cast<uint32_t>(op)).device];
-    for (const auto& [device, count] : work)
-      if (count > most_work) step_device = device, most_work = count;
-  }
+  const int step_device = busiest_device(out.ops);
   for (const Span& step : steps) {
     if (step_device >= 0 && clock.mapped(step_device))
       builder.add_iteration(clock.alloc_ns(step_device, step.start_ns),
