@@ -1,4 +1,5 @@
 // `cuswap compare`: every planner on one trace and budget, side by side.
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -36,10 +37,11 @@ int run_compare(const CompareOptions& o, std::FILE* out, std::FILE* err) {
     text = fmt::format(
         "{{\n  \"source\": {},\n  \"format\": {},\n  \"budget_bytes\": {},\n  \"link\": {},\n"
         "  \"time_scale\": {},\n  \"infinite_memory_ns\": {},\n  \"infinite_memory_peak_bytes\": "
-        "{},\n  \"planners\": [\n",
+        "{},\n  \"lower_bound_ns\": {},\n  \"time_bound_ns\": {},\n  \"planners\": [\n",
         json_string(loaded.trace.source), json_string(trace::format_name(loaded.trace.format)),
         loaded.request.budget_bytes, json_string(loaded.request.link.name),
-        loaded.request.time_scale, first.infinite_memory_ns, first.infinite_memory_peak_bytes);
+        loaded.request.time_scale, first.infinite_memory_ns, first.infinite_memory_peak_bytes,
+        first.lower_bound_ns, first.time_bound_ns);
     for (size_t i = 0; i < outcomes.size(); ++i)
       text += fmt::format("    {{\n      \"planner\": {},\n      \"entries\": {},\n{}\n    }}{}\n",
                           json_string(outcomes[i].plan.planner), outcomes[i].plan.entries.size(),
@@ -56,6 +58,11 @@ int run_compare(const CompareOptions& o, std::FILE* out, std::FILE* err) {
     text += fmt::format("without swapping: peak {}, iteration {}\n",
                         human_bytes(first.infinite_memory_peak_bytes),
                         human_ns(first.infinite_memory_ns));
+    text += fmt::format("lower bound for any plan: {} ({:+.1f}%); time-only bound {}\n",
+                        human_ns(first.lower_bound_ns),
+                        100.0 * static_cast<double>(first.lower_bound_ns - first.infinite_memory_ns) /
+                            static_cast<double>(std::max<int64_t>(1, first.infinite_memory_ns)),
+                        human_ns(first.time_bound_ns));
     text += fmt::format("{:<10} {:>11} {:>13} {:>9} {:>12} {:>11} {:>11} {:>5}\n", "planner",
                         "peak", "iteration", "overhead", "stall", "out (D2H)", "in (H2D)", "fits");
     for (const policy::PlanOutcome& oc : outcomes) {

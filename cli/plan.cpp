@@ -60,9 +60,10 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
       "stall {}\n",
       human_bytes(r.peak_bytes), r.fits ? "fits" : "does not fit", human_ns(r.iteration_ns),
       100 * r.overhead(), human_ns(r.stall_ns));
-  out += fmt::format("simulated copies: {} out, {} in ({} on demand); lower bound {}\n",
-                     human_bytes(r.d2h_bytes), human_bytes(r.h2d_bytes), r.demand_fetches,
-                     human_ns(r.lower_bound_ns));
+  out += fmt::format(
+      "simulated copies: {} out, {} in ({} on demand); lower bound for any plan {} (time-only {})\n",
+      human_bytes(r.d2h_bytes), human_bytes(r.h2d_bytes), r.demand_fetches,
+      human_ns(r.lower_bound_ns), human_ns(r.time_bound_ns));
   out += fmt::format("time scale: {:g}\n", r.time_scale);
   if (r.shortfall) out += shortfall_text(*r.shortfall, w) + "\n";
   return out;
@@ -163,10 +164,10 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     for (size_t i = 0; i < rows.size(); ++i)
       text += fmt::format(
           "    {{\"planner\": {}, \"max_batch\": {}, \"capped\": {}, \"peak_bytes\": {}, "
-          "\"iteration_ns\": {}, \"overhead\": {:.6f}}}{}\n",
+          "\"iteration_ns\": {}, \"overhead\": {:.6f}, \"limit\": {}}}{}\n",
           json_string(rows[i].planner), rows[i].max_batch, rows[i].capped ? "true" : "false",
           rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead,
-          i + 1 < rows.size() ? "," : "");
+          json_string(rows[i].limit), i + 1 < rows.size() ? "," : "");
     text += "  ]\n}\n";
   } else {
     text = fmt::format("budget {}, link {}, time scale {:g}, overhead at most {:.0f}%\n",
@@ -176,15 +177,16 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     for (uint32_t b : model.batches)
       text += fmt::format(" {}", b);
     text += fmt::format(" ({} tensors matched across them)\n", model.matched_tensors);
-    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}\n", "policy", "max batch", "peak",
-                        "iteration", "overhead");
+    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}  {}\n", "policy", "max batch",
+                        "peak", "iteration", "overhead", "limit");
     for (const policy::MaxBatchRow& row : rows)
       text += fmt::format(
-          "{:<12} {:>10} {:>12} {:>14} {:>8.1f}%\n",
+          "{:<12} {:>10} {:>12} {:>14} {:>8.1f}%  {}\n",
           row.planner.empty() ? "no swapping" : row.planner,
           row.max_batch == 0 ? std::string("none")
                              : fmt::format("{}{}", row.max_batch, row.capped ? "+" : ""),
-          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead);
+          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead,
+          row.limit);
   }
   return write_out(out, text) ? kExitOk : kExitFailed;
 }

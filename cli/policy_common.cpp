@@ -192,13 +192,16 @@ std::string render_result_text(const policy::SimResult& r, const policy::Workloa
   out += fmt::format("iteration: {} ({:+.1f}% over infinite memory {}), stall {}\n",
                      human_ns(r.iteration_ns), 100 * r.overhead(), human_ns(r.infinite_memory_ns),
                      human_ns(r.stall_ns));
-  out += fmt::format("lower bound: {} (max of compute and bytes moved / bandwidth)\n",
-                     human_ns(r.lower_bound_ns));
   out += fmt::format(
-      "copies: {} out ({} evictions, {} forced), {} in ({} prefetches, {} late; {} "
-      "on demand)\n",
-      human_bytes(r.d2h_bytes), r.evictions, r.forced_evictions, human_bytes(r.h2d_bytes),
-      r.prefetches, r.late_prefetches, r.demand_fetches);
+      "lower bound for any plan: {} (time-only bound {}: compute, or the bytes over the budget "
+      "once across the link)\n",
+      human_ns(r.lower_bound_ns), human_ns(r.time_bound_ns));
+  out += fmt::format(
+      "copies: {} out ({} evictions, {} forced; {} called off before they started, {} for "
+      "nothing), {} in ({} prefetches, {} late; {} on demand)\n",
+      human_bytes(r.d2h_bytes), r.evictions, r.forced_evictions, r.cancelled_evictions,
+      r.wasted_evictions, human_bytes(r.h2d_bytes), r.prefetches, r.late_prefetches,
+      r.demand_fetches);
   out += fmt::format("time scale: {:g} (op durations as captured x {:g})\n", r.time_scale,
                      r.time_scale);
   if (r.shortfall) out += shortfall_text(*r.shortfall, w) + "\n";
@@ -221,6 +224,7 @@ std::string render_result_json(const policy::SimResult& r, const policy::Workloa
   key("iteration_ns", fmt::format("{}", r.iteration_ns));
   key("infinite_memory_ns", fmt::format("{}", r.infinite_memory_ns));
   key("lower_bound_ns", fmt::format("{}", r.lower_bound_ns));
+  key("time_bound_ns", fmt::format("{}", r.time_bound_ns));
   key("overhead", fmt::format("{:.6f}", r.overhead()));
   key("stall_ns", fmt::format("{}", r.stall_ns));
   key("h2d_bytes", fmt::format("{}", r.h2d_bytes));
@@ -230,6 +234,8 @@ std::string render_result_json(const policy::SimResult& r, const policy::Workloa
   key("prefetches", fmt::format("{}", r.prefetches));
   key("late_prefetches", fmt::format("{}", r.late_prefetches));
   key("demand_fetches", fmt::format("{}", r.demand_fetches));
+  key("cancelled_evictions", fmt::format("{}", r.cancelled_evictions));
+  key("wasted_evictions", fmt::format("{}", r.wasted_evictions));
   if (r.shortfall) {
     std::string largest;
     for (uint32_t t : r.shortfall->largest)

@@ -58,6 +58,7 @@ int run_simulate(const SimulateOptions& o, std::FILE* out, std::FILE* err) {
     return kExitBadInput;
   }
   policy::SimOptions sim = policy::sim_options(loaded.request);
+  sim.bounds = true;
   const policy::SimResult r = policy::simulate(loaded.workload, plan.mode, entries, sim);
   std::string text;
   if (o.json) {

@@ -116,33 +116,53 @@ struct Check {
   uint64_t peak_bytes = 0;
   int64_t iteration_ns = 0;
   double overhead = 0;
+  std::string why;  // when not ok: what failed, for MaxBatchRow::limit
 };
 
+// Note [Batch search]
+// Memory does not always grow with the batch in a fitted model: tensors
+// matched at only some batches, or fixed parts fitted from two points, can
+// make a small batch larger than a big one. So the search does not stop at
+// the first failure: it tries every power of two up to the cap (and the
+// batches that were traced), takes the largest that passes, and bisects
+// between it and the next larger one tried, which failed.
 MaxBatchRow search(const std::string& name, const std::function<Check(uint32_t)>& check,
-                   uint32_t cap) {
+                   uint32_t cap, const std::vector<uint32_t>& traced) {
   MaxBatchRow row;
   row.planner = name;
-  Check best = check(1);
-  if (!best.ok) return row;
-  uint32_t good = 1, bad = 0;
-  while (bad == 0) {
-    const uint32_t next = good >= cap / 2 ? cap : good * 2;
-    if (next == good) break;
-    const Check c = check(next);
-    if (c.ok)
-      good = next, best = c;
-    else
-      bad = next;
+  std::vector<uint32_t> probes = traced;
+  for (uint64_t b = 1; b <= cap; b *= 2)
+    probes.push_back(static_cast<uint32_t>(b));
+  probes.push_back(cap);
+  std::sort(probes.begin(), probes.end());
+  probes.erase(std::unique(probes.begin(), probes.end()), probes.end());
+  std::erase_if(probes, [&](uint32_t b) { return b == 0 || b > cap; });
+  uint32_t good = 0, bad = 0;
+  Check best, failed;
+  std::string first_failure;
+  for (uint32_t b : probes) {
+    Check c = check(b);
+    if (c.ok) {
+      good = b, best = std::move(c), bad = 0;
+    } else if (bad == 0) {
+      if (first_failure.empty()) first_failure = c.why;
+      if (good != 0) bad = b, failed = std::move(c);
+    }
   }
-  if (bad == 0) row.capped = true;
+  if (good == 0) {
+    row.limit = first_failure;
+    return row;
+  }
+  if (good == cap) row.capped = true;
   while (bad != 0 && bad - good > 1) {
     const uint32_t mid = good + (bad - good) / 2;
-    const Check c = check(mid);
+    Check c = check(mid);
     if (c.ok)
-      good = mid, best = c;
+      good = mid, best = std::move(c);
     else
-      bad = mid;
+      bad = mid, failed = std::move(c);
   }
+  row.limit = bad != 0 ? failed.why : fmt::format("the search stops at batch {}", cap);
   row.max_batch = good;
   row.peak_bytes = best.peak_bytes;
   row.iteration_ns = best.iteration_ns;
@@ -165,9 +185,11 @@ std::vector<MaxBatchRow> max_batch(const BatchModel& model, const MaxBatchOption
         c.peak_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
         c.iteration_ns = infinite_memory_starts(w, request.time_scale).back();
         c.ok = c.peak_bytes <= request.budget_bytes;
+        if (!c.ok)
+          c.why = fmt::format("batch {}: peak {} B over the budget", batch, c.peak_bytes);
         return c;
       },
-      options.batch_cap));
+      options.batch_cap, model.batches));
   for (const Planner* planner : planners) {
     rows.push_back(search(
         std::string(planner->name()),
@@ -179,9 +201,18 @@ std::vector<MaxBatchRow> max_batch(const BatchModel& model, const MaxBatchOption
           c.iteration_ns = o.result.iteration_ns;
           c.overhead = o.result.overhead();
           c.ok = o.result.fits && c.overhead <= options.max_overhead;
+          if (o.result.shortfall)
+            c.why = fmt::format("batch {}: op \"{}\" needs {} B at once", batch,
+                                w.ops[o.result.shortfall->op].name,
+                                o.result.shortfall->required_bytes);
+          else if (!o.result.fits)
+            c.why = fmt::format("batch {}: the plan does not fit (peak {} B)", batch,
+                                c.peak_bytes);
+          else if (!c.ok)
+            c.why = fmt::format("batch {}: overhead {:.1f}%", batch, 100 * c.overhead);
           return c;
         },
-        options.batch_cap));
+        options.batch_cap, model.batches));
   }
   return rows;
 }

@@ -62,10 +62,12 @@ struct MaxBatchRow {
   uint64_t peak_bytes = 0;  // at max_batch
   int64_t iteration_ns = 0;
   double overhead = 0;
+  std::string limit;  // what fails one batch above (or at batch 1, or the cap)
 };
 
-// One row without swapping, then one per planner. The search assumes that
-// what fits at a batch fits at every smaller one (doubling, then bisection).
+// One row without swapping, then one per planner: the largest batch that
+// passes (Note [Batch search] in batch_scaling.cpp: every power of two and
+// traced batch, then bisection above the largest that passed).
 std::vector<MaxBatchRow> max_batch(const BatchModel& model, const MaxBatchOptions& options,
                                    std::span<const Planner* const> planners);
 

@@ -111,7 +111,17 @@ bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEnt
         !find_op(e.prefetch_at, i, "prefetch_at", r.prefetch_at) ||
         !find_op(e.next_use, i, "next_use", r.next_use))
       return false;
-    if (!(r.evict_after < r.prefetch_at && r.prefetch_at <= r.next_use)) {
+    const WorkTensor& tensor = workload.tensors[r.tensor];
+    if (r.wraps()) {  // Note [Wrap entries]
+      if (!tensor.resident_at_start() || tensor.free_op < workload.ops.size() ||
+          r.prefetch_at > r.next_use) {
+        error = fmt::format(
+            "entries[{}]: next_use (op {}) is not after evict_after (op {}), which only a tensor "
+            "resident at start and live at the end may wrap, with prefetch_at <= next_use (op {})",
+            i, r.next_use, r.evict_after, r.prefetch_at);
+        return false;
+      }
+    } else if (!(r.evict_after < r.prefetch_at && r.prefetch_at <= r.next_use)) {
       error = fmt::format(
           "entries[{}]: expected evict_after < prefetch_at <= next_use, got ops {}, {}, {}", i,
           r.evict_after, r.prefetch_at, r.next_use);
@@ -126,9 +136,34 @@ bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEnt
     return std::tie(out[a].tensor, out[a].evict_after, a) <
            std::tie(out[b].tensor, out[b].evict_after, b);
   });
+  // A wrap entry is out before its next_use and after its evict_after, so
+  // the tensor's other entries lie between the two, and it has one wrap.
+  std::unordered_map<uint32_t, size_t> wrap_of;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].wraps()) continue;
+    const auto [it, first] = wrap_of.emplace(out[i].tensor, i);
+    if (!first) {
+      error = fmt::format("entries[{}]: its tensor already wraps around the iteration in "
+                          "entries[{}]",
+                          i, it->second);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto it = wrap_of.find(out[i].tensor);
+    if (it == wrap_of.end() || it->second == i) continue;
+    const ResolvedEntry& wrap = out[it->second];
+    if (out[i].evict_after < wrap.next_use || out[i].next_use > wrap.evict_after) {
+      error = fmt::format("entries[{}]: its tensor is out then for entries[{}] (evicted after op "
+                          "{}, back for op {} of the next iteration)",
+                          i, it->second, wrap.evict_after, wrap.next_use);
+      return false;
+    }
+  }
   for (size_t k = 1; k < order.size(); ++k) {
     const ResolvedEntry& before = out[order[k - 1]];
     const ResolvedEntry& after = out[order[k]];
+    if (before.wraps() || after.wraps()) continue;  // checked above
     if (before.tensor == after.tensor && after.evict_after < before.next_use) {
       error = fmt::format("entries[{}]: its tensor is still out for entries[{}] (evicted after op "
                           "{}, back for op {})",

@@ -4,10 +4,21 @@
 //
 // Invariants of a plan that resolve() accepts:
 // - every entry's tensor exists in the window with the recorded size;
-// - evict_after < prefetch_at <= next_use, all ops of the window;
+// - evict_after < prefetch_at <= next_use, all ops of the window; or, for a
+//   wrap entry (Note [Wrap entries]), prefetch_at <= next_use <= evict_after;
 // - entries of one group share evict_after and prefetch_at (they move as
 //   one copy each way).
 // Reactive plans (lru, ondemand) have no entries: the simulator decides.
+//
+// Note [Wrap entries]
+// Weights and optimizer state live across iterations: resident when the
+// iteration starts, still live when it ends. Such a tensor can leave after
+// its last use in one iteration and come back for its first use in the
+// next, so its time away wraps around the iteration's end. A wrap entry
+// says so with next_use (the first use) at or before evict_after (the last
+// use): the tensor starts the iteration on the host, is fetched at
+// prefetch_at, and leaves when evict_after ends. Other entries of the same
+// tensor lie between its next_use and its evict_after.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +96,7 @@ struct ResolvedEntry {
   uint32_t prefetch_at = 0;
   uint32_t next_use = 0;
   uint32_t group = 0;
+  bool wraps() const { return next_use <= evict_after; }  // Note [Wrap entries]
 };
 
 // Builds an entry for workload tensor `t` from op indices.

@@ -60,12 +60,13 @@ SimOptions sim_options(const PlanRequest& request) {
 }
 
 SimResult simulate_plan(const Workload& workload, const Plan& plan, const PlanRequest& request,
-                        bool record_timeline) {
+                        bool record_timeline, bool bounds) {
   std::vector<ResolvedEntry> entries;
   std::string error;
   if (!resolve(plan, workload, entries, error)) entries.clear();  // planners' plans resolve
   SimOptions options = sim_options(request);
   options.record_timeline = record_timeline;
+  options.bounds = bounds;
   return simulate(workload, plan.mode, entries, options);
 }
 
@@ -73,7 +74,7 @@ PlanOutcome plan_and_simulate(const Planner& planner, const Workload& workload,
                               const PlanRequest& request, bool record_timeline) {
   PlanOutcome out;
   out.plan = planner.plan(workload, request);
-  out.result = simulate_plan(workload, out.plan, request, record_timeline);
+  out.result = simulate_plan(workload, out.plan, request, record_timeline, true);
   out.plan.predicted =
       PlanPrediction{out.result.peak_bytes, out.result.iteration_ns, out.result.infinite_memory_ns};
   return out;

@@ -45,11 +45,13 @@ Plan new_plan(const Workload& workload, const PlanRequest& request, std::string_
 
 SimOptions sim_options(const PlanRequest& request);
 
-// Resolves and simulates a plan the planner itself made (so it resolves).
+// Resolves and simulates a plan the planner itself made (so it resolves);
+// `bounds` adds the lower bounds (policy/bounds.h) to the result.
 SimResult simulate_plan(const Workload& workload, const Plan& plan, const PlanRequest& request,
-                        bool record_timeline = false);
+                        bool record_timeline = false, bool bounds = false);
 
-// Plans with `planner`, simulates, and records the prediction in the plan.
+// Plans with `planner`, simulates (bounds included), and records the
+// prediction in the plan.
 struct PlanOutcome {
   Plan plan;
   SimResult result;

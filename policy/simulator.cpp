@@ -12,8 +12,11 @@
 // is on its way out.
 #include "policy/simulator.h"
 
+#include "policy/bounds.h"
+
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -57,7 +60,56 @@ std::optional<Shortfall> check_budget(const Workload& workload, uint64_t budget_
   return worst;
 }
 
+// Note [Untouched at start]
+// A tensor resident at start that no op of the iteration touches (memory
+// from before the trace that the source knows only as a byte count) is
+// needed by nothing: in a run of many iterations it stays wherever it is.
+// It keeps its place on the device while it fits beside the peak of what
+// the iteration does touch; what does not fit stays on the host from
+// iteration to iteration, so it starts there and costs no copy. The rule
+// depends on the workload and the budget only, so every planner, the
+// bounds and the simulator see the same parked set.
+std::vector<uint8_t> parked_at_start(const Workload& workload, uint64_t budget_bytes) {
+  std::vector<uint8_t> parked(workload.tensors.size(), 0);
+  const size_t n = workload.ops.size();
+  std::vector<int64_t> delta(n + 1, 0);
+  std::vector<uint32_t> untouched;
+  for (uint32_t x = 0; x < workload.tensors.size(); ++x) {
+    const WorkTensor& t = workload.tensors[x];
+    if (t.resident_at_start() && t.uses.empty()) {
+      untouched.push_back(x);
+      continue;
+    }
+    const uint32_t from = t.resident_at_start() ? 0 : t.alloc_op;
+    if (from >= n) continue;
+    delta[from] += static_cast<int64_t>(t.size_bytes);
+    if (t.free_op < n) delta[t.free_op + 1] -= static_cast<int64_t>(t.size_bytes);
+  }
+  int64_t running = 0, peak = 0;
+  for (size_t k = 0; k < n; ++k)
+    peak = std::max(peak, running += delta[k]);
+  auto used = static_cast<uint64_t>(peak);
+  for (uint32_t x : untouched) {
+    const uint64_t size = workload.tensors[x].size_bytes;
+    if (used <= budget_bytes && size <= budget_bytes - used) {
+      used += size;
+    } else {
+      parked[x] = 1;
+    }
+  }
+  return parked;
+}
+
 namespace {
+
+// Note [Cancelled copies]
+// Copies on one engine run in issue order, and one that has not started
+// can still be called off: the runtime keeps its own queue and hands a
+// copy to the driver only when the engine is free. So when a tensor on its
+// way out is needed again (its prefetch or its next use comes first) or is
+// freed, an eviction not yet started is dropped, is not charged, and the
+// copies behind it move up. One already running completes and is charged;
+// the tensor stays on the device either way.
 
 // Unified memory without hints migrates on faults, a 2 MiB chunk at a time,
 // each fault paying its own service latency on top of the transfer.
@@ -85,6 +137,22 @@ struct Event {
 };
 using EventQueue = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
 
+// A copy engine: copies run one after another in issue order. Those not yet
+// started may still be cancelled (Note [Cancelled copies]).
+struct PendingCopy {
+  int64_t ready_ns = 0, start_ns = 0, end_ns = 0;
+  int64_t extra_ns = 0;  // on-demand fault handling on top of the transfer
+  uint64_t bytes = 0;
+  std::vector<uint32_t> tensors;
+  bool to_device = false;
+  size_t record = SIZE_MAX;  // its CopySpan, when the timeline is recorded
+};
+struct Engine {
+  int64_t started_end_ns = 0;  // when the last started copy ends
+  std::deque<PendingCopy> pending;
+  int64_t free_ns() const { return pending.empty() ? started_end_ns : pending.back().end_ns; }
+};
+
 class Simulation {
  public:
   Simulation(const Workload& w, PlanMode mode, const std::vector<ResolvedEntry>& entries,
@@ -99,6 +167,7 @@ class Simulation {
     r_.time_scale = options.time_scale;
     r_.budget_bytes = options.budget_bytes;
     r_.entry_late_ns.assign(entries.size(), 0);
+    r_.entry_cancelled.assign(entries.size(), 0);
     for (uint32_t i = 0; i < entries.size(); ++i) {
       const ResolvedEntry& e = entries[i];
       evict_groups_[{e.evict_after, e.group, e.prefetch_at}].push_back(i);
@@ -108,27 +177,23 @@ class Simulation {
 
   SimResult run() {
     int64_t t = 0;
-    // Note [Untouched at start]: a tensor resident at start that no op of
-    // the iteration touches (memory from before the trace that the source
-    // knows only as a byte count) needs no room while it fits after what
-    // is used; what does not fit stays on the host from iteration to
-    // iteration, and so starts there.
-    std::vector<uint32_t> untouched;
+    // Note [Untouched at start]; a tensor a plan evicts after its last use
+    // and fetches back for its first use (a wrap entry, Note [Wrap
+    // entries] in policy/plan.h) was left on the host by the previous
+    // iteration.
+    const std::vector<uint8_t> parked = parked_at_start(w_, o_.budget_bytes);
+    std::vector<int32_t> wraps(w_.tensors.size(), -1);
+    for (uint32_t i = 0; i < entries_.size(); ++i)
+      if (entries_[i].wraps())
+        wraps[entries_[i].tensor] = static_cast<int32_t>(i);
     for (uint32_t x = 0; x < w_.tensors.size(); ++x) {
       if (!w_.tensors[x].resident_at_start()) continue;
-      if (w_.tensors[x].uses.empty()) {
-        untouched.push_back(x);
+      if (parked[x] || wraps[x] >= 0) {
+        set_state(x, State::host, 0);
+        state_[x].entry = wraps[x];
         continue;
       }
       t = reserve(w_.tensors[x].size_bytes, t, kNoOpClaim);
-      set_state(x, State::resident, ++clock_);
-      add_memory(t, static_cast<int64_t>(w_.tensors[x].size_bytes));
-    }
-    for (uint32_t x : untouched) {
-      if (used_ + w_.tensors[x].size_bytes > o_.budget_bytes) {
-        set_state(x, State::host, 0);
-        continue;
-      }
       set_state(x, State::resident, ++clock_);
       add_memory(t, static_cast<int64_t>(w_.tensors[x].size_bytes));
     }
@@ -162,7 +227,7 @@ class Simulation {
       evict_planned(k, t);
     }
     r_.stall_ns += setup_ns;
-    r_.iteration_ns = std::max(t, last_copy_end_);
+    r_.iteration_ns = std::max({t, h2d_.free_ns(), d2h_.free_ns(), shared_.free_ns()});
     finish();
     return std::move(r_);
   }
@@ -173,11 +238,25 @@ class Simulation {
   void add_memory(int64_t time_ns, int64_t delta) {
     used_ = static_cast<uint64_t>(static_cast<int64_t>(used_) + delta);
     r_.peak_bytes = std::max(r_.peak_bytes, used_);
-    if (o_.record_timeline) {
-      if (!r_.memory.empty() && r_.memory.back().time_ns == time_ns)
-        r_.memory.back().bytes = used_;
-      else
-        r_.memory.push_back({time_ns, used_});
+    if (!o_.record_timeline) return;
+    // Changes at one instant: the sample at that time keeps the highest
+    // value, and a fall after it shows 1 ns later, so a counter drawn from
+    // the samples reaches the peak.
+    std::vector<MemorySample>& m = r_.memory;
+    if (m.empty() || m.back().time_ns < time_ns) {
+      m.push_back({time_ns, used_});
+    } else if (m.back().time_ns == time_ns) {
+      if (used_ >= m.back().bytes) {
+        m.back().bytes = used_;
+      } else {
+        m.push_back({time_ns + 1, used_});
+      }
+    } else if (m.back().time_ns == time_ns + 1 && m.size() >= 2 &&
+               m[m.size() - 2].time_ns == time_ns) {  // after a fall at time_ns
+      m.back().bytes = used_;
+      m[m.size() - 2].bytes = std::max(m[m.size() - 2].bytes, used_);
+    } else {
+      m.back().bytes = used_;
     }
   }
 
@@ -210,6 +289,12 @@ class Simulation {
     }
   }
 
+  // Pops the completions of copies that were cancelled or moved.
+  void drop_stale(EventQueue& q) const {
+    while (!q.empty() && state_[q.top().tensor].generation != q.top().generation)
+      q.pop();
+  }
+
   // The queue whose next event comes first (evictions first at a tie).
   EventQueue* next_queue() {
     if (evictions_.empty()) return fetches_.empty() ? nullptr : &fetches_;
@@ -217,23 +302,97 @@ class Simulation {
     return fetches_.top().time_ns < evictions_.top().time_ns ? &fetches_ : &evictions_;
   }
 
-  int64_t copy(bool to_device, uint64_t bytes, int64_t ready_ns, uint32_t first, uint32_t count,
+  Engine& engine(bool to_device) {
+    return o_.link.duplex_contention ? shared_ : (to_device ? h2d_ : d2h_);
+  }
+
+  // Issues one copy of `tensors` (`bytes` in all) at ready_ns; returns when
+  // it completes.
+  int64_t copy(bool to_device, uint64_t bytes, int64_t ready_ns, std::vector<uint32_t> tensors,
                bool on_demand) {
-    int64_t& engine =
-        o_.link.duplex_contention ? shared_free_ : (to_device ? h2d_free_ : d2h_free_);
-    const int64_t start = std::max(ready_ns, engine);
-    int64_t duration = o_.link.copy_ns(bytes);
+    Engine& e = engine(to_device);
+    while (!e.pending.empty() && e.pending.front().start_ns <= ready_ns) {
+      e.started_end_ns = e.pending.front().end_ns;
+      e.pending.pop_front();
+    }
+    PendingCopy c;
+    c.ready_ns = ready_ns;
+    c.start_ns = std::max(ready_ns, e.free_ns());
     if (to_device && on_demand && mode_ == PlanMode::ondemand)
-      duration += static_cast<int64_t>((bytes + kFaultChunkBytes - 1) / kFaultChunkBytes) *
-                      kFaultLatencyNs -
-                  o_.link.latency_ns;
-    const int64_t end = start + duration;
-    engine = end;
-    last_copy_end_ = std::max(last_copy_end_, end);
+      c.extra_ns = static_cast<int64_t>((bytes + kFaultChunkBytes - 1) / kFaultChunkBytes) *
+                       kFaultLatencyNs -
+                   o_.link.latency_ns;
+    c.end_ns = c.start_ns + o_.link.copy_ns(bytes) + c.extra_ns;
+    c.bytes = bytes;
+    c.to_device = to_device;
     (to_device ? r_.h2d_bytes : r_.d2h_bytes) += bytes;
-    if (o_.record_timeline)
-      r_.copies.push_back({first, count, bytes, start, end, to_device, on_demand});
+    if (o_.record_timeline) {
+      c.record = r_.copies.size();
+      r_.copies.push_back({tensors.front(), static_cast<uint32_t>(tensors.size()), bytes,
+                           c.start_ns, c.end_ns, to_device, on_demand});
+    }
+    const int64_t end = c.end_ns;
+    if (c.start_ns > ready_ns) {
+      c.tensors = std::move(tensors);
+      e.pending.push_back(std::move(c));
+    } else {
+      e.started_end_ns = end;
+    }
     return end;
+  }
+
+  // Note [Cancelled copies]: a planned or forced eviction of x that has not
+  // started by `now_ns` leaves its copy; the copies queued after it move up.
+  // True when the copy had not started.
+  bool cancel_eviction(uint32_t x, int64_t now_ns) {
+    Engine& e = engine(false);
+    for (size_t i = 0; i < e.pending.size(); ++i) {
+      PendingCopy& c = e.pending[i];
+      if (c.to_device || c.start_ns <= now_ns) continue;
+      const auto it = std::find(c.tensors.begin(), c.tensors.end(), x);
+      if (it == c.tensors.end()) continue;
+      c.tensors.erase(it);
+      const uint64_t size = w_.tensors[x].size_bytes;
+      c.bytes -= size;
+      r_.d2h_bytes -= size;
+      --r_.evictions;
+      ++r_.cancelled_evictions;
+      if (c.record != SIZE_MAX) {
+        CopySpan& span = r_.copies[c.record];
+        span.bytes = c.bytes;
+        span.tensors = static_cast<uint32_t>(c.tensors.size());
+        if (!c.tensors.empty()) span.tensor = c.tensors.front();
+      }
+      if (c.tensors.empty()) e.pending.erase(e.pending.begin() + static_cast<ptrdiff_t>(i));
+      retime(e, i, now_ns);
+      return true;
+    }
+    return false;
+  }
+
+  // Recomputes the copies of `e` from pending index `from` on, and moves
+  // the completions of their tensors.
+  void retime(Engine& e, size_t from, int64_t now_ns) {
+    for (size_t i = from; i < e.pending.size(); ++i) {
+      PendingCopy& c = e.pending[i];
+      const int64_t prev_end = i == 0 ? e.started_end_ns : e.pending[i - 1].end_ns;
+      const int64_t old_end = c.end_ns;
+      c.start_ns = std::max({c.ready_ns, prev_end, now_ns});
+      c.end_ns = c.start_ns + o_.link.copy_ns(c.bytes) + c.extra_ns;
+      if (c.record != SIZE_MAX) {
+        r_.copies[c.record].start_ns = c.start_ns;
+        r_.copies[c.record].end_ns = c.end_ns;
+      }
+      if (c.end_ns == old_end) continue;
+      const State moving = c.to_device ? State::fetching : State::evicting;
+      for (uint32_t x : c.tensors) {
+        TensorState& ts = state_[x];
+        if (ts.state != moving || ts.ready_ns != old_end) continue;
+        ts.ready_ns = c.end_ns;
+        ++ts.generation;
+        (c.to_device ? fetches_ : evictions_).push({c.end_ns, x, ts.generation});
+      }
+    }
   }
 
   void start_eviction(uint32_t x, int64_t end_ns) {
@@ -251,6 +410,8 @@ class Simulation {
     for (;;) {
       process_until(t);
       if (used_ + bytes <= o_.budget_bytes) return t;
+      drop_stale(evictions_);
+      drop_stale(fetches_);
       if (!evictions_.empty()) {  // space is on its way: wait for it
         t = std::max(t, evictions_.top().time_ns);
         continue;
@@ -260,7 +421,7 @@ class Simulation {
       if (victim != kNoVictim) {
         const uint32_t x = victim;
         state_[x].entry = -1;
-        const int64_t end = copy(false, w_.tensors[x].size_bytes, t, x, 1, false);
+        const int64_t end = copy(false, w_.tensors[x].size_bytes, t, {x}, false);
         start_eviction(x, end);
         ++r_.forced_evictions;
         continue;
@@ -306,8 +467,7 @@ class Simulation {
       case State::absent:
         return time_ns;
       case State::evicting:  // still on the device: keep it
-        ++ts.generation;
-        set_state(x, State::resident, ++clock_);
+        keep(x, time_ns);
         return time_ns;
       case State::fetching: {
         const int64_t wait = std::max<int64_t>(0, ts.ready_ns - time_ns);
@@ -321,7 +481,7 @@ class Simulation {
         const uint64_t size = w_.tensors[x].size_bytes;
         const int64_t t = reserve(size, time_ns, k);
         add_memory(t, static_cast<int64_t>(size));
-        const int64_t end = copy(true, size, t, x, 1, true);
+        const int64_t end = copy(true, size, t, {x}, true);
         ++r_.demand_fetches;
         if (ts.entry >= 0) {
           r_.entry_late_ns[static_cast<size_t>(ts.entry)] += end - time_ns;
@@ -350,8 +510,7 @@ class Simulation {
         const uint32_t x = entries_[i].tensor;
         TensorState& ts = state_[x];
         if (ts.state == State::evicting) {  // not out yet: keep it
-          ++ts.generation;
-          set_state(x, State::resident, ++clock_);
+          keep(x, t);
         } else if (ts.state == State::host) {
           bytes += w_.tensors[x].size_bytes;
           moving.push_back(i);
@@ -363,8 +522,10 @@ class Simulation {
         continue;
       }
       add_memory(t, static_cast<int64_t>(bytes));
-      const int64_t end = copy(true, bytes, ready, entries_[moving[0]].tensor,
-                               static_cast<uint32_t>(moving.size()), false);
+      std::vector<uint32_t> tensors;
+      for (uint32_t i : moving)
+        tensors.push_back(entries_[i].tensor);
+      const int64_t end = copy(true, bytes, ready, std::move(tensors), false);
       for (uint32_t i : moving) {
         TensorState& ts = state_[entries_[i].tensor];
         ts.state = State::fetching;
@@ -378,9 +539,23 @@ class Simulation {
     deferred_ = std::move(still);
   }
 
+  // An eviction in flight is called off: x stays on the device.
+  void keep(uint32_t x, int64_t now_ns) {
+    TensorState& ts = state_[x];
+    const bool unstarted = cancel_eviction(x, now_ns);
+    if (ts.entry >= 0) {
+      if (!unstarted) ++r_.wasted_evictions;
+      uint8_t& outcome = r_.entry_cancelled[static_cast<size_t>(ts.entry)];
+      outcome = std::max<uint8_t>(outcome, unstarted ? 1 : 2);
+    }
+    ++ts.generation;
+    set_state(x, State::resident, ++clock_);
+  }
+
   void free_tensor(uint32_t x, int64_t t) {
     TensorState& ts = state_[x];
     const State s = ts.state;
+    if (s == State::evicting) cancel_eviction(x, t);
     ++ts.generation;
     set_state(x, State::absent, 0);
     if (s == State::resident || s == State::evicting || s == State::fetching)
@@ -401,7 +576,7 @@ class Simulation {
       }
       if (moving.empty()) continue;
       const int64_t end =
-          copy(false, bytes, t, moving[0], static_cast<uint32_t>(moving.size()), false);
+          copy(false, bytes, t, moving, false);
       for (uint32_t x : moving)
         start_eviction(x, end);
     }
@@ -412,15 +587,13 @@ class Simulation {
     r_.infinite_memory_ns = starts.back();
     const std::vector<uint64_t> live = live_bytes_per_op(w_);
     r_.infinite_memory_peak_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
-    const double bw = o_.link.bandwidth_bytes_per_s;
-    const auto ns = [&](uint64_t bytes) {
-      return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e9 / bw));
-    };
-    const int64_t link_ns = o_.link.duplex_contention
-                                ? ns(r_.h2d_bytes + r_.d2h_bytes)
-                                : std::max(ns(r_.h2d_bytes), ns(r_.d2h_bytes));
-    r_.lower_bound_ns = std::max(r_.infinite_memory_ns, link_ns);
-    r_.iteration_ns = std::max(r_.iteration_ns, r_.lower_bound_ns);
+    if (o_.bounds) {
+      const Bounds b = lower_bounds(w_, o_);
+      r_.lower_bound_ns = b.problem_ns;
+      r_.time_bound_ns = b.time_only_ns;
+    }
+    if (o_.record_timeline)
+      std::erase_if(r_.copies, [](const CopySpan& c) { return c.tensors == 0; });
     r_.shortfall = check_budget(w_, o_.budget_bytes);
     if (r_.shortfall) r_.fits = false;
     if (r_.peak_bytes > o_.budget_bytes) r_.fits = false;
@@ -439,7 +612,7 @@ class Simulation {
   std::vector<GroupKey> deferred_;
   uint64_t used_ = 0;
   uint64_t clock_ = 0;
-  int64_t h2d_free_ = 0, d2h_free_ = 0, shared_free_ = 0, last_copy_end_ = 0;
+  Engine h2d_, d2h_, shared_;
 };
 
 }  // namespace

@@ -6,7 +6,9 @@
 // - device bytes never exceed the budget unless the budget is infeasible
 //   (Note [Infeasible budgets]); then `fits` is false and `shortfall` says
 //   by how much, at which op, and what the op needed;
-// - iteration_ns >= infinite_memory_ns and >= lower_bound_ns;
+// - iteration_ns >= infinite_memory_ns; when the plan fits, also >=
+//   lower_bound_ns and time_bound_ns (policy/bounds.h), which depend on the
+//   workload, budget and link only, never on the plan;
 // - the same inputs give the same result (no clocks, no hashing of pointers).
 #pragma once
 
@@ -26,7 +28,12 @@ struct SimOptions {
   Link link;
   double time_scale = 1.0;       // op durations are multiplied by it
   bool record_timeline = false;  // fill SimResult's spans, copies and memory samples
+  bool bounds = false;           // fill lower_bound_ns and time_bound_ns (policy/bounds.h)
 };
+
+// Note [Untouched at start]: which tensors resident at start stay on the
+// host for the whole iteration under `budget_bytes` (1 = parked).
+std::vector<uint8_t> parked_at_start(const Workload& workload, uint64_t budget_bytes);
 
 // Note [Infeasible budgets]
 // While op k runs, the tensors it allocates and the tensors it uses must be
@@ -58,7 +65,8 @@ struct CopySpan {
 };
 struct MemorySample {
   int64_t time_ns = 0;
-  uint64_t bytes = 0;  // device bytes in use (and reserved for copies in flight) from then
+  uint64_t bytes = 0;  // device bytes in use (and reserved for copies in flight) from then;
+                       // the highest at that instant, a fall after it 1 ns later
 };
 
 struct SimResult {
@@ -69,7 +77,8 @@ struct SimResult {
   uint64_t infinite_memory_peak_bytes = 0;
   int64_t iteration_ns = 0;
   int64_t infinite_memory_ns = 0;
-  int64_t lower_bound_ns = 0;
+  int64_t lower_bound_ns = 0;  // with options.bounds: Note [Lower bounds]
+  int64_t time_bound_ns = 0;   // with options.bounds: max(compute, (peak - budget) / bandwidth)
   int64_t stall_ns = 0;  // time the compute engine waited
   uint64_t h2d_bytes = 0, d2h_bytes = 0;
   uint32_t evictions = 0;         // tensors copied out
@@ -77,9 +86,15 @@ struct SimResult {
   uint32_t demand_fetches = 0;    // tensors fetched because an op needed them
   uint32_t forced_evictions = 0;  // evictions the plan did not ask for (budget pressure)
   uint32_t late_prefetches = 0;   // planned prefetches an op waited for
+  uint32_t cancelled_evictions = 0;  // evictions called off before their copy started
+  uint32_t wasted_evictions = 0;     // planned copies out that ran, the tensor needed back
+                                     // before they ended
   bool fits = true;
   std::optional<Shortfall> shortfall;
   std::vector<int64_t> entry_late_ns;  // per resolved entry: how long its next use waited
+  // Per resolved entry, when its tensor never left (Note [Cancelled copies]):
+  // 1 its copy out was called off before it started, 2 it ran for nothing.
+  std::vector<uint8_t> entry_cancelled;
   std::vector<OpSpan> ops;
   std::vector<CopySpan> copies;
   std::vector<MemorySample> memory;

@@ -215,9 +215,16 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
 }
 
 std::vector<uint64_t> live_bytes_per_op(const Workload& workload) {
+  return live_bytes_per_op(workload, {});
+}
+
+std::vector<uint64_t> live_bytes_per_op(const Workload& workload,
+                                        const std::vector<uint8_t>& parked) {
   const size_t n = workload.ops.size();
   std::vector<int64_t> delta(n + 1, 0);
-  for (const WorkTensor& t : workload.tensors) {
+  for (size_t x = 0; x < workload.tensors.size(); ++x) {
+    if (x < parked.size() && parked[x]) continue;
+    const WorkTensor& t = workload.tensors[x];
     const uint32_t from = t.resident_at_start() ? 0 : t.alloc_op;
     const auto size = static_cast<int64_t>(t.size_bytes);
     delta[from] += size;

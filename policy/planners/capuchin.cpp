@@ -26,7 +26,8 @@ class CapuchinPlanner final : public Planner {
 
   Plan plan(const Workload& workload, const PlanRequest& request) const override {
     Plan plan = new_plan(workload, request, name());
-    const std::vector<uint64_t> live = live_bytes_per_op(workload);
+    const std::vector<uint64_t> live =
+        live_bytes_per_op(workload, parked_at_start(workload, request.budget_bytes));
     const uint64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
     if (peak <= request.budget_bytes) return plan;
     const std::vector<int64_t> starts = infinite_memory_starts(workload, request.time_scale);

@@ -21,24 +21,19 @@ std::vector<Gap> forward_gaps(const Workload& workload, uint32_t loss) {
   return gaps;
 }
 
-std::vector<Gap> all_gaps(const Workload& workload) {
-  std::vector<Gap> gaps;
-  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
-    const std::vector<uint32_t>& uses = workload.tensors[t].uses;
-    for (size_t i = 1; i < uses.size(); ++i)
-      if (uses[i] > uses[i - 1] + 1) gaps.push_back({t, uses[i - 1], uses[i]});
-  }
-  return gaps;
+uint32_t op_starting_in(const std::vector<int64_t>& starts_ns, uint32_t first, uint32_t last,
+                        int64_t time_ns) {
+  // starts_ns is non-decreasing: the last j in [first, last] with start <= time.
+  const auto begin = starts_ns.begin() + first;
+  const auto end = starts_ns.begin() + last + 1;
+  const auto it = std::upper_bound(begin, end, time_ns);
+  if (it == begin) return first;
+  return static_cast<uint32_t>(it - starts_ns.begin()) - 1;
 }
 
 uint32_t op_starting_by(const std::vector<int64_t>& starts_ns, uint32_t after, uint32_t next,
                         int64_t time_ns) {
-  // starts_ns is non-decreasing: the last j in (after, next] with start <= time.
-  const auto begin = starts_ns.begin() + after + 1;
-  const auto end = starts_ns.begin() + next + 1;
-  const auto it = std::upper_bound(begin, end, time_ns);
-  if (it == begin) return after + 1;
-  return static_cast<uint32_t>(it - starts_ns.begin()) - 1;
+  return op_starting_in(starts_ns, after + 1, next, time_ns);
 }
 
 uint32_t latest_trigger(const std::vector<int64_t>& starts_ns, uint32_t after, uint32_t next,

@@ -23,14 +23,15 @@ struct Gap {
 // first use at or after the loss point.
 std::vector<Gap> forward_gaps(const Workload& workload, uint32_t loss);
 
-// Every gap between consecutive uses (at least one op between them) of
-// every tensor, resident-at-start ones included.
-std::vector<Gap> all_gaps(const Workload& workload);
-
 // The latest op j in (after, next] such that a copy of `copy_ns` started
 // when j starts ends by the time `next` starts; after+1 if none does.
 uint32_t latest_trigger(const std::vector<int64_t>& starts_ns, uint32_t after, uint32_t next,
                         int64_t copy_ns);
+
+// The latest op j in [first, last] that starts at or before `time_ns`;
+// `first` if none does.
+uint32_t op_starting_in(const std::vector<int64_t>& starts_ns, uint32_t first, uint32_t last,
+                        int64_t time_ns);
 
 // The latest op j in (after, next] that starts at or before `time_ns`.
 uint32_t op_starting_by(const std::vector<int64_t>& starts_ns, uint32_t after, uint32_t next,

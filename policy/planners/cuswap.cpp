@@ -1,13 +1,17 @@
 // The `cuswap` planner (the default): cost-model driven.
 //
 // Note [cuswap planner]
-// 1. Candidates are every gap between two uses of a tensor, weights and
-//    optimizer state included. Small tensors (a copy shorter than a few
-//    link latencies) that leave after the same op and come back within a
-//    few ops of each other form one group and move as one copy each way,
-//    so a recurrent step's many small activations pay one latency.
+// 1. Candidates are every time a tensor is away between two of its uses,
+//    and, for weights and optimizer state (resident at start, live at the
+//    end), the time from their last use to their first use in the next
+//    iteration (Note [Wrap entries] in policy/plan.h). Small tensors (a
+//    copy shorter than a few link latencies) that leave within a few ops
+//    of each other form one group while the group's time away still
+//    covers its two copies: it leaves after its last member's last use,
+//    comes back for its first member's next use, and moves as one copy
+//    each way, so many small tensors pay one latency.
 // 2. The benefit of a candidate is bytes x the time it can stay away once
-//    both copies are paid; it is hideable when its idle time covers the
+//    both copies are paid; it is hideable when its time away covers the
 //    copy out and the copy back.
 // 3. Hideable candidates are placed greedily, largest benefit first, on the
 //    two copy lanes of the infinite-memory schedule (one lane when the
@@ -17,21 +21,28 @@
 //    the budget (an excess tree per op), so nothing moves that the budget
 //    does not need.
 // 4. Only when hideable candidates cannot remove the excess are copies
-//    that cannot be hidden taken (largest bytes x idle time first): when the
-//    link is the bottleneck, what can be hidden moves first. Such a copy
-//    makes the next op wait for it, and comes back as late as it can.
+//    that cannot be hidden taken (largest bytes x time away first): when
+//    the link is the bottleneck, what can be hidden moves first. Such a
+//    copy makes the next op wait for it, and comes back as late as it can.
 // 5. Plan, simulate, adjust: a prefetch that made its op wait in the
-//    simulation moves its trigger earlier by the wait; the best of a few
-//    rounds (fits first, then iteration time) is kept.
+//    simulation moves its trigger earlier by the wait, and an entry whose
+//    copy out ran while its tensor was needed back before it completed (a
+//    copy for nothing, Note [Cancelled copies] in policy/simulator.cpp) is
+//    dropped; rounds go on while they change the plan and until no stall
+//    can be removed that way. An eviction called off before its copy
+//    started costs nothing and stays: it leaves when the engine is free
+//    in time.
 // 6. The choice is made on the infinite-memory timeline, while copies and
 //    stalls shift the real one; so steps 3-5 run again for budgets a few
 //    percent below the real one, and the best simulated plan is kept.
-// 7. When that plan still stalls, the seed's selection (forward feature
-//    maps, longest-lived first), re-timed by step 5, is simulated too and
-//    kept if faster: on fine-grained traces (PyTorch's aten ops) copies that
-//    cannot be hidden are sometimes better spent on its fewer, larger maps.
+// 7. When that plan still stalls, the selections of the seed, Capuchin and
+//    vDNN planners, put through step 5, are simulated too and the fastest
+//    plan kept: on fine-grained traces (PyTorch's aten ops) copies that
+//    cannot be hidden are sometimes better spent on fewer, larger maps.
 #include <algorithm>
-#include <cmath>
+#include <map>
+#include <optional>
+#include <tuple>
 
 #include "policy/planners/common.h"
 #include "policy/planners/planners.h"
@@ -42,54 +53,87 @@ namespace cuswap::policy::planners {
 namespace {
 
 constexpr int64_t kSmallCopyLatencies = 4;  // below this many latencies of transfer: small
-constexpr uint32_t kGroupSpanOps = 8;       // next uses this close share one prefetch
+constexpr int64_t kGroupLatencies = 16;     // a group grows to this many latencies of transfer
+constexpr uint32_t kGroupSpanOps = 8;       // members leave within this many ops of the first
 constexpr int kFeedbackRounds = 4;
+constexpr uint8_t kWasted = 2;  // SimResult::entry_cancelled: its copy out ran for nothing
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
 
 struct Candidate {
   std::vector<uint32_t> tensors;
+  std::vector<uint32_t> nexts;  // per tensor: the use it comes back for
   uint64_t bytes = 0;
-  uint32_t after = 0;
-  uint32_t next = 0;
-  int64_t idle_ns = 0;
+  uint32_t after = 0;  // leaves when this op ends
+  uint32_t next = 0;   // back for this op (the first of its tensors' next uses)
+  bool wraps = false;  // back in the next iteration (Note [Wrap entries])
+  int64_t idle_ns = 0;  // time away on the infinite-memory schedule
 };
+
+// The time away from the end of `after` to the start of `next`.
+int64_t away_ns(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps) {
+  const int64_t back = starts[next];
+  const int64_t out = starts[after + 1];
+  return wraps ? starts.back() - out + back : back - out;
+}
+
+// The latest op in the candidate's window that starts by `time_ns`.
+uint32_t trigger_by(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
+                    int64_t time_ns) {
+  return op_starting_in(starts, wraps ? 0 : after + 1, next, time_ns);
+}
 
 std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& request,
                                   const std::vector<int64_t>& starts) {
-  std::vector<Gap> gaps = all_gaps(workload);
-  const auto small = [&](const Gap& g) {
-    const uint64_t size = workload.tensors[g.tensor].size_bytes;
-    return request.link.copy_ns(size) - request.link.latency_ns <
-           kSmallCopyLatencies * request.link.latency_ns;
-  };
-  std::vector<Candidate> out;
-  std::vector<Gap> smalls;
-  for (const Gap& g : gaps) {
-    if (small(g)) {
-      smalls.push_back(g);
-      continue;
-    }
-    out.push_back({{g.tensor}, workload.tensors[g.tensor].size_bytes, g.after, g.next, 0});
+  const auto n = static_cast<uint32_t>(workload.ops.size());
+  std::vector<Candidate> singles;
+  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
+    const WorkTensor& tensor = workload.tensors[t];
+    const std::vector<uint32_t>& uses = tensor.uses;
+    const auto add = [&](uint32_t after, uint32_t next, bool wraps) {
+      singles.push_back({{t}, {next}, tensor.size_bytes, after, next, wraps, 0});
+    };
+    for (size_t i = 1; i < uses.size(); ++i)
+      if (uses[i] > uses[i - 1] + 1) add(uses[i - 1], uses[i], false);
+    if (tensor.resident_at_start() && tensor.free_op >= n && !uses.empty() &&
+        (uses.back() + 1 < n || uses.front() > 0))
+      add(uses.back(), uses.front(), true);
   }
-  std::sort(smalls.begin(), smalls.end(), [](const Gap& a, const Gap& b) {
-    return a.after != b.after ? a.after < b.after
-                              : (a.next != b.next ? a.next < b.next : a.tensor < b.tensor);
+  const Link& link = request.link;
+  const auto transfer = [&](uint64_t bytes) { return link.copy_ns(bytes) - link.latency_ns; };
+  std::vector<Candidate> out, smalls;
+  for (Candidate& c : singles)
+    (transfer(c.bytes) < kSmallCopyLatencies * link.latency_ns ? smalls : out)
+        .push_back(std::move(c));
+  std::sort(smalls.begin(), smalls.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.wraps, a.after, a.next, a.tensors[0]) <
+           std::tie(b.wraps, b.after, b.next, b.tensors[0]);
   });
   for (size_t i = 0; i < smalls.size();) {
-    Candidate c{{}, 0, smalls[i].after, smalls[i].next, 0};
-    size_t j = i;
-    // A tensor appears once per group: its gaps never share an `after`.
-    while (j < smalls.size() && smalls[j].after == c.after &&
-           smalls[j].next <= c.next + kGroupSpanOps) {
-      c.tensors.push_back(smalls[j].tensor);
-      c.bytes += workload.tensors[smalls[j].tensor].size_bytes;
-      ++j;
+    Candidate group = smalls[i];
+    size_t j = i + 1;
+    for (; j < smalls.size(); ++j) {
+      const Candidate& s = smalls[j];
+      if (s.wraps != group.wraps || s.after > smalls[i].after + kGroupSpanOps) break;
+      const uint32_t after = std::max(group.after, s.after);
+      const uint32_t next = std::min(group.next, s.next);
+      const uint64_t bytes = group.bytes + s.bytes;
+      // One tensor is never twice in a group: its second gap starts where
+      // the first ends, so the merged window would be empty.
+      if (!group.wraps && after >= next) break;
+      if (group.wraps && next > after) break;
+      if (transfer(bytes) > kGroupLatencies * link.latency_ns) break;
+      if (away_ns(starts, after, next, group.wraps) < 2 * link.copy_ns(bytes)) break;
+      group.tensors.push_back(s.tensors[0]);
+      group.nexts.push_back(s.nexts[0]);
+      group.bytes = bytes;
+      group.after = after;
+      group.next = next;
     }
-    out.push_back(std::move(c));
+    out.push_back(std::move(group));
     i = j;
   }
   for (Candidate& c : out)
-    c.idle_ns = starts[c.next] - starts[c.after + 1];
+    c.idle_ns = away_ns(starts, c.after, c.next, c.wraps);
   return out;
 }
 
@@ -97,12 +141,13 @@ class CuswapPlanner final : public Planner {
  public:
   std::string_view name() const override { return "cuswap"; }
   std::string_view summary() const override {
-    return "cuswap's own (default): bytes x idle time against copy time, copy-link contention, "
-           "small tensors grouped, unhideable copies last, refined on simulation";
+    return "cuswap's own (default): bytes x time away against copy time, weights across "
+           "iterations, small tensors grouped, unhideable copies last, refined on simulation";
   }
 
   Plan plan(const Workload& workload, const PlanRequest& request) const override {
-    const std::vector<uint64_t> live = live_bytes_per_op(workload);
+    const std::vector<uint64_t> live =
+        live_bytes_per_op(workload, parked_at_start(workload, request.budget_bytes));
     const uint64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
     if (peak <= request.budget_bytes) return new_plan(workload, request, name());
     const std::vector<int64_t> starts = infinite_memory_starts(workload, request.time_scale);
@@ -112,6 +157,9 @@ class CuswapPlanner final : public Planner {
     // budget leaves room for the difference. The best margin wins.
     Plan best;
     SimResult best_result;
+    const auto done = [&] {
+      return best_result.fits && best_result.iteration_ns == best_result.infinite_memory_ns;
+    };
     for (size_t i = 0; i < std::size(kMargins); ++i) {
       const auto target =
           static_cast<uint64_t>(static_cast<double>(request.budget_bytes) * (1.0 - kMargins[i]));
@@ -121,16 +169,25 @@ class CuswapPlanner final : public Planner {
         best = std::move(plan);
         best_result = result;
       }
-      if (best_result.fits && best_result.iteration_ns == best_result.infinite_memory_ns) break;
+      if (done()) break;
     }
-    if (best_result.fits && best_result.iteration_ns == best_result.infinite_memory_ns) return best;
-    // Step 7: the seed's selection as one more starting point.
-    SimResult seed_result;
-    Plan seed =
-        retime(workload, request, starts, seed_planner().plan(workload, request), seed_result);
-    if (better(seed_result, best_result)) {
-      seed.planner = name();
-      return seed;
+    // Step 7: the peers' selections as more starting points.
+    for (const Planner* peer : {&seed_planner(), &capuchin_planner(), &vdnn_planner()}) {
+      if (done()) break;
+      // The peer's plan as it is, where it wastes no copy, and refined.
+      Plan raw = peer->plan(workload, request);
+      const SimResult raw_result = simulate_plan(workload, raw, request);
+      SimResult result;
+      Plan plan = refine_entries(workload, request, starts, raw, result);
+      if (raw_result.wasted_evictions == 0 && better(raw_result, result)) {
+        plan = std::move(raw);
+        result = raw_result;
+      }
+      if (better(result, best_result)) {
+        plan.planner = name();
+        best = std::move(plan);
+        best_result = result;
+      }
     }
     return best;
   }
@@ -146,10 +203,12 @@ class CuswapPlanner final : public Planner {
     return a.iteration_ns < b.iteration_ns;
   }
 
-  // Steps 3-5 for one target budget; `result` is the chosen plan's simulation.
+  // Steps 3-4 for one target budget, then step 5; `result` is the chosen
+  // plan's simulation.
   Plan plan_for(const Workload& workload, const PlanRequest& request,
                 const std::vector<int64_t>& starts, const std::vector<uint64_t>& live,
                 const std::vector<Candidate>& all, uint64_t target, SimResult& result) const {
+    const auto n = static_cast<uint32_t>(live.size());
     std::vector<int64_t> excess(live.size());
     for (size_t k = 0; k < live.size(); ++k)
       excess[k] = static_cast<int64_t>(live[k]) - static_cast<int64_t>(target);
@@ -169,40 +228,63 @@ class CuswapPlanner final : public Planner {
 
     std::vector<Chosen> chosen;
     std::vector<uint32_t> unhidden;
-    // Ops wholly inside [from_ns, to_ns): first op starting at or after
-    // from_ns, up to the op before the trigger.
+    // Ops wholly after from_ns: the first op starting at or after it.
     const auto first_op_from = [&](int64_t from_ns) {
       return static_cast<uint32_t>(std::lower_bound(starts.begin(), starts.end() - 1, from_ns) -
                                    starts.begin());
+    };
+    // The ops a candidate leaves free: out of [lo1, hi1] and [lo2, hi2].
+    struct Span {
+      uint32_t lo, hi;
+    };
+    const auto spans = [&](const Candidate& c, uint32_t first, uint32_t trigger) {
+      std::vector<Span> out;
+      if (c.wraps) {
+        if (first < n) out.push_back({first, n - 1});
+        if (trigger > 0) out.push_back({0, trigger - 1});
+      } else if (first < trigger) {
+        out.push_back({first, trigger - 1});
+      }
+      return out;
+    };
+    const auto needed = [&](const std::vector<Span>& s) {
+      return std::any_of(s.begin(), s.end(),
+                         [&](const Span& span) { return tree.max(span.lo, span.hi) > 0; });
+    };
+    const auto take = [&](uint32_t i, const std::vector<Span>& s, uint32_t trigger) {
+      for (const Span& span : s)
+        tree.add(span.lo, span.hi, -static_cast<int64_t>(all[i].bytes));
+      chosen.push_back({i, trigger});
     };
     for (uint32_t i : order) {
       if (tree.max_all() <= 0) break;
       const Candidate& c = all[i];
       const int64_t copy = copy_ns(c);
       if (c.idle_ns < 2 * copy) {
-        unhidden.push_back(i);
+        if (!c.wraps) unhidden.push_back(i);
         continue;
       }
       const std::optional<int64_t> out_start = out_lane.earliest(starts[c.after + 1], copy);
       if (!out_start) continue;
       const int64_t out_end = *out_start + copy;
-      const std::optional<int64_t> in_start = in_lane.latest(starts[c.next], copy, out_end);
+      if (c.wraps && out_end > starts.back()) continue;  // would lengthen the iteration
+      const std::optional<int64_t> in_start =
+          in_lane.latest(starts[c.next], copy, c.wraps ? 0 : out_end);
       if (!in_start) {
-        unhidden.push_back(i);
+        if (!c.wraps) unhidden.push_back(i);
         continue;
       }
-      const uint32_t trigger = op_starting_by(starts, c.after, c.next, *in_start);
-      const uint32_t first = first_op_from(out_end);
-      if (first >= trigger || tree.max(first, trigger - 1) <= 0) {
+      const uint32_t trigger = trigger_by(starts, c.after, c.next, c.wraps, *in_start);
+      const std::vector<Span> s = spans(c, first_op_from(out_end), trigger);
+      if (!needed(s)) {
         // Hidden, it frees no op over the budget; the op right after its
         // last use may still need it gone, at the price of a wait.
-        unhidden.push_back(i);
+        if (!c.wraps) unhidden.push_back(i);
         continue;
       }
       out_lane.reserve(*out_start, out_end);
       in_lane.reserve(*in_start, *in_start + copy);
-      tree.add(first, trigger - 1, -static_cast<int64_t>(c.bytes));
-      chosen.push_back({i, trigger});
+      take(i, s, trigger);
     }
     // Copies that cannot be hidden, only for what is left over the budget.
     std::stable_sort(unhidden.begin(), unhidden.end(), [&](uint32_t a, uint32_t b) {
@@ -212,17 +294,16 @@ class CuswapPlanner final : public Planner {
     for (uint32_t i : unhidden) {
       if (tree.max_all() <= 0) break;
       const Candidate& c = all[i];
-      const int64_t copy = copy_ns(c);
       // The op after the last use waits for the copy out, and the copy back
       // starts as late as it can while the tensor is still away for that op.
-      const uint32_t first = c.after + 1;
-      const uint32_t trigger =
-          std::max(latest_trigger(starts, c.after, c.next, copy), std::min(c.next, c.after + 2));
-      if (first >= trigger || tree.max(first, trigger - 1) <= 0) continue;
-      tree.add(first, trigger - 1, -static_cast<int64_t>(c.bytes));
-      chosen.push_back({i, trigger});
+      const uint32_t trigger = std::max(latest_trigger(starts, c.after, c.next, copy_ns(c)),
+                                        std::min(c.next, c.after + 2));
+      const std::vector<Span> s = spans(c, c.after + 1, trigger);
+      if (!needed(s)) continue;
+      take(i, s, trigger);
     }
-    return refine(workload, request, starts, all, std::move(chosen), result);
+    return refine_entries(workload, request, starts, build(workload, request, all, chosen),
+                          result);
   }
 
   Plan build(const Workload& workload, const PlanRequest& request,
@@ -230,70 +311,63 @@ class CuswapPlanner final : public Planner {
     Plan plan = new_plan(workload, request, name());
     for (uint32_t g = 0; g < chosen.size(); ++g) {
       const Candidate& c = all[chosen[g].candidate];
-      for (uint32_t t : c.tensors)
-        plan.entries.push_back(make_entry(workload, t, c.after, chosen[g].trigger, c.next, g));
+      for (size_t m = 0; m < c.tensors.size(); ++m)
+        plan.entries.push_back(
+            make_entry(workload, c.tensors[m], c.after, chosen[g].trigger, c.nexts[m], g));
     }
     return plan;
   }
 
-  // Step 5 for a plan made elsewhere: late prefetches move earlier.
-  Plan retime(const Workload& workload, const PlanRequest& request,
-              const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
+  // Step 5 on any plan: a group whose next use waited moves its prefetch
+  // earlier by the wait; an entry whose tensor never left is dropped.
+  // Kept while the simulation improves, or while copies for nothing go.
+  Plan refine_entries(const Workload& workload, const PlanRequest& request,
+                      const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
     result = simulate_plan(workload, plan, request);
-    for (int round = 0; round < kFeedbackRounds; ++round) {
+    // Every round drops or moves something, and after the feedback rounds
+    // only drops go on: it ends with no copy for nothing left.
+    for (int round = 0;; ++round) {
+      const bool may_move = round < 2 * kFeedbackRounds;
       Plan next = plan;
-      bool moved = false;
-      for (size_t i = 0; i < next.entries.size(); ++i) {
-        if (result.entry_late_ns[i] <= 0) continue;
-        PlanEntry& e = next.entries[i];
-        const uint32_t trigger =
-            op_starting_by(starts, e.evict_after.index, e.next_use.index,
-                           starts[e.prefetch_at.index] - result.entry_late_ns[i]);
-        if (trigger == e.prefetch_at.index) continue;
-        e.prefetch_at = OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
-        moved = true;
+      next.entries.clear();
+      bool dropped = false, moved = false;
+      // Entries of one group share their triggers: the group moves by its
+      // largest wait.
+      std::map<uint32_t, int64_t> group_late;
+      for (size_t i = 0; i < plan.entries.size(); ++i)
+        if (result.entry_cancelled[i] != kWasted)
+          group_late[plan.entries[i].group] =
+              std::max(group_late[plan.entries[i].group], result.entry_late_ns[i]);
+      for (size_t i = 0; i < plan.entries.size(); ++i) {
+        if (result.entry_cancelled[i] == kWasted) {
+          dropped = true;
+          continue;
+        }
+        PlanEntry e = plan.entries[i];
+        const int64_t late = may_move ? group_late[e.group] : 0;
+        if (late > 0) {
+          const uint32_t after = e.evict_after.index, use = e.next_use.index;
+          const bool wraps = use <= after;
+          // The group's earliest next use bounds its trigger.
+          const uint32_t trigger = trigger_by(starts, after, e.prefetch_at.index, wraps,
+                                              starts[e.prefetch_at.index] - late);
+          if (trigger != e.prefetch_at.index) {
+            e.prefetch_at =
+                OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
+            moved = true;
+          }
+        }
+        next.entries.push_back(std::move(e));
       }
-      if (!moved) break;
+      if (!dropped && !moved) break;
       const SimResult r = simulate_plan(workload, next, request);
-      if (!better(r, result)) break;
+      // Dropping copies for nothing is always kept; moving triggers only
+      // when it helps.
+      if (!dropped && !better(r, result)) break;
       plan = std::move(next);
       result = r;
     }
     return plan;
-  }
-
-  // Note [cuswap planner], step 5.
-  Plan refine(const Workload& workload, const PlanRequest& request,
-              const std::vector<int64_t>& starts, const std::vector<Candidate>& all,
-              std::vector<Chosen> chosen, SimResult& best_result) const {
-    Plan best = build(workload, request, all, chosen);
-    best_result = simulate_plan(workload, best, request);
-    SimResult last = best_result;
-    for (int round = 0; round < kFeedbackRounds; ++round) {
-      // Entries are laid out group by group, in `chosen` order.
-      std::vector<int64_t> late(chosen.size(), 0);
-      size_t entry = 0;
-      for (size_t g = 0; g < chosen.size(); ++g)
-        for (size_t n = 0; n < all[chosen[g].candidate].tensors.size(); ++n, ++entry)
-          late[g] = std::max(late[g], last.entry_late_ns[entry]);
-      bool moved = false;
-      for (size_t g = 0; g < chosen.size(); ++g) {
-        if (late[g] <= 0) continue;
-        const Candidate& c = all[chosen[g].candidate];
-        const uint32_t trigger =
-            op_starting_by(starts, c.after, c.next, starts[chosen[g].trigger] - late[g]);
-        moved |= trigger != chosen[g].trigger;
-        chosen[g].trigger = trigger;
-      }
-      if (!moved) break;
-      Plan plan = build(workload, request, all, chosen);
-      last = simulate_plan(workload, plan, request);
-      if (better(last, best_result)) {
-        best = std::move(plan);
-        best_result = last;
-      }
-    }
-    return best;
   }
 };
 

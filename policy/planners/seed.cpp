@@ -50,11 +50,18 @@ class SeedPlanner final : public Planner {
       return plan;
     };
     // The peak the plan itself leaves, without the simulator's own
-    // evictions under pressure: what the paper's search measures.
+    // evictions under pressure: what the paper's search measures. Without
+    // a budget nothing is parked (Note [Untouched at start]), so what the
+    // budget parks is taken off.
     PlanRequest unbounded = request;
     unbounded.budget_bytes = UINT64_MAX;
+    const std::vector<uint8_t> parked = parked_at_start(workload, request.budget_bytes);
+    uint64_t parked_bytes = 0;
+    for (size_t x = 0; x < parked.size(); ++x)
+      if (parked[x]) parked_bytes += workload.tensors[x].size_bytes;
     const auto fits = [&](size_t count) {
-      return simulate_plan(workload, build(count), unbounded).peak_bytes <= request.budget_bytes;
+      return simulate_plan(workload, build(count), unbounded).peak_bytes - parked_bytes <=
+             request.budget_bytes;
     };
     if (fits(0)) return build(0);
     size_t low = 0, high = gaps.size();   // fits(low) is false

@@ -67,5 +67,27 @@ TEST(BatchScaling, LargestBatchWithoutSwapping) {
   }
 }
 
+TEST(BatchScaling, SearchesPastAFailureAtSmallBatches) {
+  // A fitted model whose memory first falls with the batch (a fixed part
+  // fitted with a negative slope, clamped at 0 from batch 10) and then
+  // grows: 1000 - 50 B bytes up to batch 10, 50 B after. Under 700 B it
+  // fits from batch 6 to batch 14 only; batch 1 does not fit.
+  BatchModel model;
+  std::string error;
+  ASSERT_TRUE(fit_batch_model({{2, at_batch(2)}, {4, at_batch(4)}}, model, error)) << error;
+  model.tensor_bytes[0] = {1000, -100};
+  model.tensor_bytes[1] = {0, 50};
+  MaxBatchOptions options;
+  options.request.budget_bytes = 700;
+  options.request.link = test_link();
+  const std::vector<MaxBatchRow> rows = max_batch(model, options, {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].max_batch, 14u);
+  EXPECT_FALSE(rows[0].capped);
+  EXPECT_EQ(rows[0].peak_bytes, 700u);
+  EXPECT_NE(rows[0].limit.find("batch 15: peak 750 B over the budget"), std::string::npos)
+      << rows[0].limit;
+}
+
 }  // namespace
 }  // namespace cuswap::policy::test

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "policy/planner.h"
 #include "policy/simulator.h"
@@ -128,18 +130,133 @@ INSTANTIATE_TEST_SUITE_P(Policy, EveryPlanner,
                          ::testing::Values("cuswap", "seed", "vdnn", "capuchin", "lru",
                                            "ondemand"));
 
-TEST(Fixtures, CuswapIsNoSlowerThanSeed) {
-  ASSERT_FALSE(fixtures().empty());
+// The comparison sweep: every real GPU capture and every model at batch 4,
+// at 75%, 50% and 30% of the peak, on pcie3 and pcie5, every planner. One
+// test, so the sweep runs once; each check names its case.
+bool in_sweep(const std::string& file) {
+  return file.find("/gpu/") != std::string::npos || file.find("-b4.") != std::string::npos;
+}
+bool is_gpu_capture(const std::string& file) {
+  return file.find("/gpu/") != std::string::npos;
+}
+bool is_cnn(const std::string& file) {
+  return file.find("resnet50") != std::string::npos ||
+         file.find("inception") != std::string::npos || file.find("vgg16") != std::string::npos;
+}
+
+// Every entry of a cuswap plan whose tensor left was away, on the
+// simulated timeline, for at least its copy out and its copy back; none was
+// asked back while its copy out ran. Returns how many entries it checked.
+size_t check_time_away(const Workload& w, const PlanOutcome& o, const Link& link,
+                       const std::string& name) {
+  const SimResult& r = o.result;
+  EXPECT_EQ(r.wasted_evictions, 0u) << name;
+  std::vector<int64_t> start(w.ops.size()), end(w.ops.size());
+  for (const OpSpan& s : r.ops)
+    start[s.op] = s.start_ns, end[s.op] = s.end_ns;
+  size_t checked = 0;
+  for (size_t i = 0; i < o.plan.entries.size(); ++i) {
+    if (r.entry_cancelled[i] != 0) continue;  // called off: nothing moved
+    const PlanEntry& e = o.plan.entries[i];
+    const uint32_t after = e.evict_after.index, next = e.next_use.index;
+    const int64_t away = next <= after ? r.iteration_ns - end[after] + start[next]
+                                       : start[next] - end[after];
+    EXPECT_GE(away, 2 * link.copy_ns(e.tensor.size_bytes))
+        << name << ": entry " << i << " (" << e.tensor.name << ")";
+    ++checked;
+  }
+  return checked;
+}
+
+// Small tensors that leave together move as one copy: most entries under
+// 64 KiB share a group, and a group's entries share their triggers.
+void check_groups(const Plan& plan, const std::string& name) {
+  std::map<uint32_t, std::vector<const PlanEntry*>> groups;
+  size_t small = 0;
+  std::set<uint32_t> small_groups;
+  for (const PlanEntry& e : plan.entries) {
+    groups[e.group].push_back(&e);
+    if (e.tensor.size_bytes < 65536) ++small, small_groups.insert(e.group);
+  }
+  EXPECT_GT(small, 20u) << name;
+  EXPECT_LE(small_groups.size() * 2, small) << name;
+  for (const auto& [group, entries] : groups)
+    for (const PlanEntry* e : entries) {
+      EXPECT_EQ(e->evict_after.index, entries.front()->evict_after.index) << name << " " << group;
+      EXPECT_EQ(e->prefetch_at.index, entries.front()->prefetch_at.index) << name << " " << group;
+    }
+}
+
+TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
+  size_t cases = 0, entries_checked = 0, near_bound = 0, grouped = 0;
   for (const Fixture& f : fixtures()) {
-    for (int percent : {60, 80}) {
-      const PlanRequest request = at_percent(f.workload, percent);
-      if (check_budget(f.workload, request.budget_bytes)) continue;  // infeasible: both say so
-      const SimResult c = plan_and_simulate(*find_planner("cuswap"), f.workload, request).result;
-      const SimResult s = plan_and_simulate(*find_planner("seed"), f.workload, request).result;
-      EXPECT_TRUE(c.fits) << f.file << " at " << percent << "%";
-      EXPECT_LE(c.iteration_ns, s.iteration_ns) << f.file << " at " << percent << "%";
+    if (!in_sweep(f.file)) continue;
+    for (const char* link_name : {"pcie3", "pcie5"}) {
+      for (int percent : {75, 50, 30}) {
+        ++cases;
+        const std::string name =
+            f.file + " at " + std::to_string(percent) + "% on " + link_name;
+        PlanRequest request = at_percent(f.workload, percent);
+        request.link = *find_link(link_name);
+        std::vector<PlanOutcome> outcomes;
+        for (const Planner* p : all_planners())
+          outcomes.push_back(plan_and_simulate(*p, f.workload, request, p->name() == "cuswap"));
+        ASSERT_EQ(outcomes[0].plan.planner, "cuswap");
+        ASSERT_EQ(outcomes[2].plan.planner, "vdnn");
+        const SimResult& mine = outcomes[0].result;
+        // The bound: one for every planner, below each plan that fits.
+        EXPECT_GE(mine.lower_bound_ns, mine.time_bound_ns) << name;
+        EXPECT_GE(mine.time_bound_ns, mine.infinite_memory_ns) << name;
+        for (const PlanOutcome& o : outcomes) {
+          EXPECT_EQ(o.result.lower_bound_ns, mine.lower_bound_ns) << name << " " << o.plan.planner;
+          EXPECT_EQ(o.result.time_bound_ns, mine.time_bound_ns) << name << " " << o.plan.planner;
+          if (o.result.fits) {
+            EXPECT_GE(o.result.iteration_ns, o.result.lower_bound_ns)
+                << name << " " << o.plan.planner;
+          }
+        }
+        // cuswap fits wherever a peer fits, and is not slower: on the GPU
+        // captures never; on CPU captures of recurrent models a peer is
+        // still up to 2% ahead at 30% in a few cases.
+        const double slack = is_gpu_capture(f.file) ? 1.0 : 1.03;
+        for (size_t i = 1; i < outcomes.size(); ++i) {
+          const SimResult& peer = outcomes[i].result;
+          if (!peer.fits) continue;
+          EXPECT_TRUE(mine.fits) << name << ": " << outcomes[i].plan.planner << " fits";
+          EXPECT_LE(static_cast<double>(mine.iteration_ns),
+                    slack * static_cast<double>(peer.iteration_ns))
+              << name << ": " << outcomes[i].plan.planner;
+        }
+        if (is_gpu_capture(f.file) && percent == 50 && request.link.name == "pcie5") {
+          ++near_bound;
+          EXPECT_TRUE(mine.fits) << name;
+          EXPECT_LE(static_cast<double>(mine.iteration_ns),
+                    1.10 * static_cast<double>(mine.lower_bound_ns))
+              << name;
+        }
+        entries_checked += check_time_away(f.workload, outcomes[0], request.link, name);
+        // The memory timeline (the export's counter) reaches the peak.
+        uint64_t drawn = 0;
+        for (const MemorySample& m : mine.memory)
+          drawn = std::max(drawn, m.bytes);
+        EXPECT_EQ(drawn, mine.peak_bytes) << name;
+        if (f.file.ends_with("gpu/torch-resnet50-v100.trace.json.gz") && percent == 30 &&
+            request.link.name == "pcie5") {
+          ++grouped;
+          check_groups(outcomes[0].plan, name);
+        }
+        // vDNN finds convolution inputs on captures that record no reads
+        // (TF2, PyTorch) too.
+        if (is_cnn(f.file)) {
+          EXPECT_FALSE(outcomes[2].plan.entries.empty()) << name;
+        }
+      }
     }
   }
+  EXPECT_GT(cases, 200u);
+  EXPECT_GE(near_bound, 3u);
+  EXPECT_EQ(grouped, 1u);
+  EXPECT_GT(entries_checked, 1000u);
 }
 
 TEST(Fixtures, SimulationIsDeterministic) {

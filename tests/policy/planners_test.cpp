@@ -142,6 +142,107 @@ TEST(Cuswap, PrefersWhatCanBeHidden) {
   EXPECT_EQ(out.result.stall_ns, 0);
 }
 
+TEST(Cuswap, WeightsLeaveAfterTheirLastUseUntilTheNextIteration) {
+  // Ten 1 us ops; w (2000 B, a weight) is read by ops 2 and 3 only; x
+  // (1000 B) is made by op 6 and read by op 7. Budget 2500: at ops 6-7 w
+  // must be away, which only the time from op 3 to op 2 of the next
+  // iteration can cover (8 us against two 2 us copies).
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i)
+    b.op("o" + std::to_string(i), 1000);
+  b.weight("w", 2000, {2, 3});
+  b.tensor("x", 1000, 6, {7}, 7);
+  const Workload w = build(b.take());
+  const PlanOutcome out = plan_and_simulate(*find_planner("cuswap"), w, request(2500));
+  ASSERT_EQ(out.plan.entries.size(), 1u);
+  const PlanEntry& e = out.plan.entries[0];
+  EXPECT_TRUE(e.tensor.resident_at_start);
+  EXPECT_EQ(e.evict_after.name, "o3");
+  EXPECT_EQ(e.next_use.name, "o2");
+  EXPECT_LE(e.prefetch_at.index, e.next_use.index);
+  std::vector<ResolvedEntry> resolved;
+  std::string error;
+  ASSERT_TRUE(resolve(out.plan, w, resolved, error)) << error;
+  EXPECT_TRUE(resolved[0].wraps());
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_EQ(out.result.iteration_ns, out.result.infinite_memory_ns);
+  EXPECT_EQ(out.result.forced_evictions, 0u);
+}
+
+TEST(Cuswap, GroupsSmallTensorsThatLeaveAfterDifferentOps) {
+  // Ten 100 B tensors, h_i made by op i (0..4, two each) and read back by
+  // op 9; a 600 B temporary at op 7. Copies of 100 ns against a 1 us
+  // latency: they leave together after op 4 and come back as one copy.
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i)
+    b.op("s" + std::to_string(i), 1'000'000);
+  for (int i = 0; i < 10; ++i)
+    b.tensor("h" + std::to_string(i), 100, static_cast<uint32_t>(i / 2), {9}, 9);
+  b.tensor("tmp", 600, 7, {}, 7);
+  const Workload w = build(b.take());
+  const PlanOutcome out =
+      plan_and_simulate(*find_planner("cuswap"), w, request(1100, test_link(1000)));
+  ASSERT_GE(out.plan.entries.size(), 5u);
+  std::set<uint32_t> groups;
+  for (const PlanEntry& e : out.plan.entries) {
+    groups.insert(e.group);
+    EXPECT_EQ(e.evict_after.index, out.plan.entries[0].evict_after.index);
+    EXPECT_EQ(e.prefetch_at.index, out.plan.entries[0].prefetch_at.index);
+  }
+  EXPECT_EQ(groups.size(), 1u);
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_EQ(out.result.stall_ns, 0);
+  EXPECT_EQ(out.result.wasted_evictions, 0u);
+}
+
+TEST(Cuswap, NoEvictionIsShorterThanItsCopies) {
+  // The chain at budgets from loose to tight, on a link slow enough that
+  // some gaps cannot hide a copy: every entry whose tensor left was away,
+  // on the simulated timeline, for at least its copy out and its copy in.
+  const Workload w = build(training_chain());
+  for (uint64_t budget : {3500u, 3000u, 2500u, 2000u}) {
+    for (double bandwidth : {1e6, 2e5}) {
+      const Link link{"slow", bandwidth, 10'000, false};
+      const PlanRequest r = request(budget, link);
+      const Plan plan = find_planner("cuswap")->plan(w, r);
+      const SimResult sim = simulate_plan(w, plan, r, true);
+      EXPECT_EQ(sim.wasted_evictions, 0u) << budget;
+      std::vector<int64_t> start(w.ops.size()), end(w.ops.size());
+      for (const OpSpan& s : sim.ops)
+        start[s.op] = s.start_ns, end[s.op] = s.end_ns;
+      for (size_t i = 0; i < plan.entries.size(); ++i) {
+        const PlanEntry& e = plan.entries[i];
+        if (sim.entry_cancelled[i]) continue;  // called off: nothing moved
+        const int64_t copies = 2 * link.copy_ns(e.tensor.size_bytes);
+        EXPECT_GE(start[e.next_use.index] - end[e.evict_after.index], copies)
+            << budget << " " << bandwidth << " " << e.tensor.name;
+      }
+    }
+  }
+}
+
+TEST(Peers, VdnnFindsConvolutionInputsWithoutConsumerAccesses) {
+  // As TF2 records it: each map's producer and the op before its free, no
+  // reads. f1 and f2 are convolutions, so x0 and x1 (the outputs of the
+  // layers before them) are their inputs; x2 is not.
+  TraceBuilder b;
+  const int64_t ms = 1'000'000;
+  uint32_t f[3], back[3];
+  for (int i = 0; i < 3; ++i)
+    f[i] = b.op("f" + std::to_string(i), ms, i == 0 ? "Relu" : "Conv2D");
+  b.op("L", ms, "Loss");
+  for (int i = 2; i >= 0; --i)
+    back[i] = b.op("b" + std::to_string(i), ms, "Conv2DBackprop");
+  for (int i = 0; i < 3; ++i)
+    b.tensor("x" + std::to_string(i), 1000, f[i], {back[i]}, back[i]);
+  const Workload w = build(b.take());
+  const Plan plan = find_planner("vdnn")->plan(w, request(UINT64_MAX));
+  std::set<std::string> names;
+  for (const PlanEntry& e : plan.entries)
+    names.insert(e.tensor.name);
+  EXPECT_EQ(names, (std::set<std::string>{"x0", "x1"}));
+}
+
 TEST(Peers, VdnnOffloadsEveryConvolutionInput) {
   const Workload w = build(training_chain());
   const Plan plan = find_planner("vdnn")->plan(w, request(UINT64_MAX));
