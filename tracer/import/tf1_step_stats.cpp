@@ -14,7 +14,9 @@
 //
 // Lifetimes: StepStats does not say when an output is freed; a tensor ends
 // at the end of its last consumer (or of its producer), as timeline.py
-// assumes. Dropped: referenced_tensor, memory_stats, scheduled times.
+// assumes, counting only the consumers that run before the producer makes
+// the next instance of the same output (a while loop's next iteration).
+// Dropped: referenced_tensor, memory_stats, scheduled times.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -169,6 +171,13 @@ bool import_step_stats(std::string_view bytes, std::string_view name, bool run_m
     std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
       return builder.op(a).start_ns < builder.op(b).start_ns;
     });
+  // A node run many times (a while loop's body) makes one instance of each
+  // output per run: an instance's consumers are the runs of its consumers
+  // before the next instance is made (the same iteration's dataflow), as
+  // for TF1 timelines.
+  std::unordered_map<std::string_view, std::vector<int64_t>> instance_starts;
+  for (const Output& o : outputs) instance_starts[o.key].push_back(builder.op(o.op).start_ns);
+  for (auto& [key, starts] : instance_starts) std::sort(starts.begin(), starts.end());
   for (const Output& o : outputs) {
     Tensor t;
     t.name = o.key;
@@ -183,9 +192,13 @@ bool import_step_stats(std::string_view bytes, std::string_view name, bool run_m
     t.alloc_ns = builder.op(o.op).start_ns;
     t.producer = o.op;
     int64_t last_use = op_end_ns[o.op];
+    const std::vector<int64_t>& starts = instance_starts[o.key];
+    const auto next = std::upper_bound(starts.begin(), starts.end(), t.alloc_ns);
+    const int64_t window_end_ns = next == starts.end() ? INT64_MAX : *next;
     if (const auto it = consumers.find(o.key); it != consumers.end())
       for (uint32_t c : it->second) {
-        if (builder.op(c).start_ns < t.alloc_ns) continue;
+        const int64_t start = builder.op(c).start_ns;
+        if (start < t.alloc_ns || start >= window_end_ns) continue;
         t.accesses.push_back(c);
         last_use = std::max(last_use, op_end_ns[c]);
       }
