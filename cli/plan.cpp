@@ -45,16 +45,18 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   out += fmt::format("link: {}\n", describe_link(l.request.link));
   out += fmt::format("peak without swapping: {}, iteration {}\n",
                      human_bytes(r.infinite_memory_peak_bytes), human_ns(r.infinite_memory_ns));
-  uint64_t bytes = 0;
+  uint64_t out_bytes = 0, in_bytes = 0;
   std::vector<uint32_t> groups;
   for (const policy::PlanEntry& e : o.plan.entries) {
-    bytes += e.tensor.size_bytes;
+    if (e.leaves) out_bytes += e.tensor.size_bytes;
+    if (e.returns) in_bytes += e.tensor.size_bytes;
     groups.push_back(e.group);
   }
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   out += fmt::format("tensors chosen: {} in {} groups, {} out and {} in per iteration\n",
-                     o.plan.entries.size(), groups.size(), human_bytes(bytes), human_bytes(bytes));
+                     o.plan.entries.size(), groups.size(), human_bytes(out_bytes),
+                     human_bytes(in_bytes));
   out += fmt::format(
       "predicted: peak {} ({}), iteration {} ({:+.1f}% over infinite memory), "
       "stall {}\n",

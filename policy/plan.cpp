@@ -51,6 +51,20 @@ PlanEntry make_entry(const Workload& workload, uint32_t tensor, uint32_t evict_a
   return e;
 }
 
+PlanEntry make_leaving_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
+                             uint32_t group) {
+  PlanEntry e = make_entry(workload, tensor, evict_after, evict_after, evict_after, group);
+  e.returns = false;
+  return e;
+}
+
+PlanEntry make_returning_entry(const Workload& workload, uint32_t tensor, uint32_t prefetch_at,
+                               uint32_t next_use, uint32_t group) {
+  PlanEntry e = make_entry(workload, tensor, prefetch_at, prefetch_at, next_use, group);
+  e.leaves = false;
+  return e;
+}
+
 bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEntry>& out,
              std::string& error) {
   out.clear();
@@ -107,12 +121,39 @@ bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEnt
     ResolvedEntry r;
     r.tensor = pool[e.tensor.ordinal];
     r.group = e.group;
-    if (!find_op(e.evict_after, i, "evict_after", r.evict_after) ||
-        !find_op(e.prefetch_at, i, "prefetch_at", r.prefetch_at) ||
-        !find_op(e.next_use, i, "next_use", r.next_use))
+    r.leaves = e.leaves;
+    r.returns = e.returns;
+    if ((e.leaves && !find_op(e.evict_after, i, "evict_after", r.evict_after)) ||
+        (e.returns && (!find_op(e.prefetch_at, i, "prefetch_at", r.prefetch_at) ||
+                       !find_op(e.next_use, i, "next_use", r.next_use))))
       return false;
     const WorkTensor& tensor = workload.tensors[r.tensor];
-    if (r.wraps()) {  // Note [Wrap entries]
+    const auto n = static_cast<uint32_t>(workload.ops.size());
+    if (!e.leaves || !e.returns) {  // Note [Carried tensors]
+      if (!e.leaves && !e.returns) {
+        error = fmt::format("entries[{}]: an entry must leave or return", i);
+        return false;
+      }
+      if (!e.leaves && !tensor.resident_at_start()) {
+        error = fmt::format("entries[{}]: only a tensor resident at start can start on the host "
+                            "(evict_after is null)",
+                            i);
+        return false;
+      }
+      if (!e.returns && tensor.free_op < n) {
+        error = fmt::format("entries[{}]: only a tensor live at the end can stay out "
+                            "(prefetch_at is null); this one is freed after op {}",
+                            i, tensor.free_op);
+        return false;
+      }
+      if (!e.returns) r.prefetch_at = r.next_use = n;  // out to the end
+      if (!e.leaves) r.evict_after = 0;
+      if (!e.leaves && r.prefetch_at > r.next_use) {
+        error = fmt::format("entries[{}]: expected prefetch_at <= next_use, got ops {}, {}", i,
+                            r.prefetch_at, r.next_use);
+        return false;
+      }
+    } else if (r.wraps()) {  // Note [Wrap entries]
       if (!tensor.resident_at_start() || tensor.free_op < workload.ops.size() ||
           r.prefetch_at > r.next_use) {
         error = fmt::format(
@@ -129,47 +170,44 @@ bool resolve(const Plan& plan, const Workload& workload, std::vector<ResolvedEnt
     }
     out.push_back(r);
   }
-  // One tensor may leave several times, never while it is already out.
-  std::vector<size_t> order(out.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::tie(out[a].tensor, out[a].evict_after, a) <
-           std::tie(out[b].tensor, out[b].evict_after, b);
+  // One tensor may leave several times, never while it is already out:
+  // each entry keeps its tensor away over closed op intervals (from its
+  // evict_after to its next_use, wrapping at the end; one-sided entries
+  // from the start or to the end), which may touch but not overlap.
+  struct Away {
+    uint32_t tensor, from, to;
+    size_t entry;
+  };
+  const auto n = static_cast<uint32_t>(workload.ops.size());
+  std::vector<Away> aways;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const ResolvedEntry& r = out[i];
+    if (!r.leaves) {
+      aways.push_back({r.tensor, 0, r.next_use, i});
+    } else if (!r.returns) {
+      aways.push_back({r.tensor, r.evict_after, n, i});
+    } else if (r.wraps()) {
+      aways.push_back({r.tensor, r.evict_after, n, i});
+      aways.push_back({r.tensor, 0, r.next_use, i});
+    } else {
+      aways.push_back({r.tensor, r.evict_after, r.next_use, i});
+    }
+  }
+  std::sort(aways.begin(), aways.end(), [](const Away& a, const Away& b) {
+    return std::tie(a.tensor, a.from, a.to, a.entry) < std::tie(b.tensor, b.from, b.to, b.entry);
   });
-  // A wrap entry is out before its next_use and after its evict_after, so
-  // the tensor's other entries lie between the two, and it has one wrap.
-  std::unordered_map<uint32_t, size_t> wrap_of;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i].wraps()) continue;
-    const auto [it, first] = wrap_of.emplace(out[i].tensor, i);
-    if (!first) {
-      error = fmt::format("entries[{}]: its tensor already wraps around the iteration in "
-                          "entries[{}]",
-                          i, it->second);
-      return false;
-    }
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    const auto it = wrap_of.find(out[i].tensor);
-    if (it == wrap_of.end() || it->second == i) continue;
-    const ResolvedEntry& wrap = out[it->second];
-    if (out[i].evict_after < wrap.next_use || out[i].next_use > wrap.evict_after) {
-      error = fmt::format("entries[{}]: its tensor is out then for entries[{}] (evicted after op "
-                          "{}, back for op {} of the next iteration)",
-                          i, it->second, wrap.evict_after, wrap.next_use);
-      return false;
-    }
-  }
-  for (size_t k = 1; k < order.size(); ++k) {
-    const ResolvedEntry& before = out[order[k - 1]];
-    const ResolvedEntry& after = out[order[k]];
-    if (before.wraps() || after.wraps()) continue;  // checked above
-    if (before.tensor == after.tensor && after.evict_after < before.next_use) {
-      error = fmt::format("entries[{}]: its tensor is still out for entries[{}] (evicted after op "
-                          "{}, back for op {})",
-                          order[k], order[k - 1], before.evict_after, before.next_use);
-      return false;
-    }
+  for (size_t k = 1; k < aways.size(); ++k) {
+    const Away& before = aways[k - 1];
+    const Away& after = aways[k];
+    if (before.tensor != after.tensor || after.from >= before.to) continue;
+    const size_t later = std::max(before.entry, after.entry);
+    const size_t earlier = std::min(before.entry, after.entry);
+    const ResolvedEntry& e = out[earlier];
+    error = fmt::format("entries[{}]: its tensor is still out for entries[{}] (evicted after op "
+                        "{}, back for op {})",
+                        later, earlier, e.leaves ? fmt::format("{}", e.evict_after) : "none",
+                        e.returns ? fmt::format("{}", e.next_use) : "none");
+    return false;
   }
   return true;
 }

@@ -6,6 +6,8 @@
 // - every entry's tensor exists in the window with the recorded size;
 // - evict_after < prefetch_at <= next_use, all ops of the window; or, for a
 //   wrap entry (Note [Wrap entries]), prefetch_at <= next_use <= evict_after;
+//   or one side only, for a tensor carried into the next iteration (Note
+//   [Carried tensors]);
 // - entries of one group share evict_after and prefetch_at (they move as
 //   one copy each way).
 // Reactive plans (lru, ondemand) have no entries: the simulator decides.
@@ -19,6 +21,21 @@
 // use): the tensor starts the iteration on the host, is fetched at
 // prefetch_at, and leaves when evict_after ends. Other entries of the same
 // tensor lie between its next_use and its evict_after.
+//
+// Note [Carried tensors]
+// Some state is not one tensor across iterations but a new one each time:
+// the iteration frees what an earlier one left (resident at start, freed
+// in it) and leaves a tensor of the same size for the next (allocated in
+// it, live at the end), as TensorFlow 2 does with the buffers of a
+// training step. Such a pair can move like a weight: the one left for the
+// next iteration leaves after its last use (an entry that only leaves:
+// returns is false, no prefetch_at or next_use), and the one from the
+// previous iteration starts on the host and comes back for its first use
+// (an entry that only returns: leaves is false, no evict_after). A planner
+// pairs them byte for byte, so one iteration stands for the steady state.
+// Where a capture is not one whole step (no iteration marks), what it
+// leaves may have nothing at its start to pair with: an entry that only
+// leaves then says it is not needed again in the window.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +83,8 @@ struct PlanEntry {
   OpRef prefetch_at;   // start the copy back when this op is launched
   OpRef next_use;      // the op that needs it back
   uint32_t group = 0;  // entries of one group move as one copy each way
+  bool leaves = true;   // false: starts on the host (Note [Carried tensors])
+  bool returns = true;  // false: not back in this iteration (Note [Carried tensors])
 };
 
 // What the planner predicted, from its own simulation.
@@ -96,12 +115,20 @@ struct ResolvedEntry {
   uint32_t prefetch_at = 0;
   uint32_t next_use = 0;
   uint32_t group = 0;
-  bool wraps() const { return next_use <= evict_after; }  // Note [Wrap entries]
+  bool leaves = true;   // false: evict_after is unused
+  bool returns = true;  // false: prefetch_at and next_use are unused
+  // Note [Wrap entries]
+  bool wraps() const { return leaves && returns && next_use <= evict_after; }
 };
 
 // Builds an entry for workload tensor `t` from op indices.
 PlanEntry make_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
                      uint32_t prefetch_at, uint32_t next_use, uint32_t group);
+// One-sided entries (Note [Carried tensors]).
+PlanEntry make_leaving_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
+                             uint32_t group);
+PlanEntry make_returning_entry(const Workload& workload, uint32_t tensor, uint32_t prefetch_at,
+                               uint32_t next_use, uint32_t group);
 
 // Matches the plan's identities against the workload: tensors by
 // (resident_at_start, ordinal) and size, ops by (name, ordinal). False with

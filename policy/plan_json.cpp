@@ -51,8 +51,9 @@ std::string write_plan_json(const Plan& plan) {
         "\"device\": {}, \"name\": {}}},\n     \"evict_after\": {},\n     \"prefetch_at\": {},\n"
         "     \"next_use\": {},\n     \"group\": {}}}",
         e.tensor.resident_at_start, e.tensor.ordinal, e.tensor.size_bytes, e.tensor.device,
-        json_string(e.tensor.name), op_json(e.evict_after), op_json(e.prefetch_at),
-        op_json(e.next_use), e.group);
+        json_string(e.tensor.name), e.leaves ? op_json(e.evict_after) : "null",
+        e.returns ? op_json(e.prefetch_at) : "null", e.returns ? op_json(e.next_use) : "null",
+        e.group);
   }
   out += plan.entries.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
@@ -146,9 +147,17 @@ bool read_entry(Reader& r, element item, const std::string& path, PlanEntry& e) 
       return r.fail(path + ".tensor.name", "a string");
     e.tensor.name = v;
   }
-  return r.op(entry, "evict_after", path, e.evict_after) &&
-         r.op(entry, "prefetch_at", path, e.prefetch_at) &&
-         r.op(entry, "next_use", path, e.next_use) &&
+  // Note [Carried tensors]: null evict_after, or null prefetch_at and
+  // next_use, for an entry with one side only.
+  const auto is_null = [&](std::string_view key) {
+    element v;
+    return entry[key].get(v) == simdjson::SUCCESS && v.is_null();
+  };
+  e.leaves = !is_null("evict_after");
+  e.returns = !(is_null("prefetch_at") && is_null("next_use"));
+  return (!e.leaves || r.op(entry, "evict_after", path, e.evict_after)) &&
+         (!e.returns || (r.op(entry, "prefetch_at", path, e.prefetch_at) &&
+                         r.op(entry, "next_use", path, e.next_use))) &&
          r.u32(entry, "group", path + ".group", e.group);
 }
 

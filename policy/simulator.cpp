@@ -170,8 +170,8 @@ class Simulation {
     r_.entry_cancelled.assign(entries.size(), 0);
     for (uint32_t i = 0; i < entries.size(); ++i) {
       const ResolvedEntry& e = entries[i];
-      evict_groups_[{e.evict_after, e.group, e.prefetch_at}].push_back(i);
-      prefetch_groups_[{e.prefetch_at, e.group, e.evict_after}].push_back(i);
+      if (e.leaves) evict_groups_[{e.evict_after, e.group, e.prefetch_at}].push_back(i);
+      if (e.returns) prefetch_groups_[{e.prefetch_at, e.group, e.evict_after}].push_back(i);
     }
   }
 
@@ -179,12 +179,12 @@ class Simulation {
     int64_t t = 0;
     // Note [Untouched at start]; a tensor a plan evicts after its last use
     // and fetches back for its first use (a wrap entry, Note [Wrap
-    // entries] in policy/plan.h) was left on the host by the previous
-    // iteration.
+    // entries] in policy/plan.h), or one that only returns (Note [Carried
+    // tensors]), was left on the host by the previous iteration.
     const std::vector<uint8_t> parked = parked_at_start(w_, o_.budget_bytes);
     std::vector<int32_t> wraps(w_.tensors.size(), -1);
     for (uint32_t i = 0; i < entries_.size(); ++i)
-      if (entries_[i].wraps())
+      if (entries_[i].wraps() || !entries_[i].leaves)
         wraps[entries_[i].tensor] = static_cast<int32_t>(i);
     for (uint32_t x = 0; x < w_.tensors.size(); ++x) {
       if (!w_.tensors[x].resident_at_start()) continue;

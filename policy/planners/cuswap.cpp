@@ -4,7 +4,12 @@
 // 1. Candidates are every time a tensor is away between two of its uses,
 //    and, for weights and optimizer state (resident at start, live at the
 //    end), the time from their last use to their first use in the next
-//    iteration (Note [Wrap entries] in policy/plan.h). Small tensors (a
+//    iteration (Note [Wrap entries] in policy/plan.h), and for state that
+//    is a new tensor each iteration, the time from the last use of the
+//    one left for the next iteration to the first use of the one the
+//    previous iteration left (Note [Carried tensors]); what is left for the
+//    next iteration with nothing from the previous one to pair with leaves
+//    after its last use and is not needed again in this one. Small tensors (a
 //    copy shorter than a few link latencies) that leave within a few ops
 //    of each other form one group while the group's time away still
 //    covers its two copies: it leaves after its last member's last use,
@@ -67,10 +72,21 @@ struct Candidate {
   uint32_t next = 0;   // back for this op (the first of its tensors' next uses)
   bool wraps = false;  // back in the next iteration (Note [Wrap entries])
   int64_t idle_ns = 0;  // time away on the infinite-memory schedule
+  // Note [Carried tensors]: `tensors` leave for the next iteration, where
+  // they are `arriving` (the previous iteration's, byte for byte), back for
+  // `arriving_nexts`.
+  std::vector<uint32_t> arriving;
+  std::vector<uint32_t> arriving_nexts;
+  bool carries() const { return !arriving.empty(); }
+  // Left for the next iteration with nothing from the previous one to pair
+  // with: it leaves after its last use and is not needed again here.
+  bool stays_out = false;
 };
 
 // The time away from the end of `after` to the start of `next`.
-int64_t away_ns(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps) {
+int64_t away_ns(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
+                bool stays_out = false) {
+  if (stays_out) return starts.back() - starts[after + 1];
   const int64_t back = starts[next];
   const int64_t out = starts[after + 1];
   return wraps ? starts.back() - out + back : back - out;
@@ -90,7 +106,7 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
     const WorkTensor& tensor = workload.tensors[t];
     const std::vector<uint32_t>& uses = tensor.uses;
     const auto add = [&](uint32_t after, uint32_t next, bool wraps) {
-      singles.push_back({{t}, {next}, tensor.size_bytes, after, next, wraps, 0});
+      singles.push_back({{t}, {next}, tensor.size_bytes, after, next, wraps, 0, {}, {}});
     };
     for (size_t i = 1; i < uses.size(); ++i)
       if (uses[i] > uses[i - 1] + 1) add(uses[i - 1], uses[i], false);
@@ -98,6 +114,41 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
         (uses.back() + 1 < n || uses.front() > 0))
       add(uses.back(), uses.front(), true);
   }
+  // Note [Carried tensors]: what the iteration frees of an earlier one's
+  // (resident at start, freed in it) and what it leaves for the next
+  // (allocated in it, live at the end), paired by size in program order.
+  std::map<uint64_t, std::vector<uint32_t>> heads, tails;
+  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
+    const WorkTensor& tensor = workload.tensors[t];
+    if (tensor.uses.empty()) continue;
+    if (tensor.resident_at_start() && tensor.free_op < n) heads[tensor.size_bytes].push_back(t);
+    if (!tensor.resident_at_start() && tensor.free_op >= n) tails[tensor.size_bytes].push_back(t);
+  }
+  for (auto& [size, from_before] : heads) {
+    const auto it = tails.find(size);
+    if (it == tails.end()) continue;
+    std::vector<uint32_t>& for_next = it->second;
+    const auto first_use = [&](uint32_t t) { return workload.tensors[t].uses.front(); };
+    std::stable_sort(from_before.begin(), from_before.end(),
+                     [&](uint32_t a, uint32_t b) { return first_use(a) < first_use(b); });
+    const size_t pairs = std::min(from_before.size(), for_next.size());
+    for (size_t i = 0; i < pairs; ++i) {
+      const uint32_t after = workload.tensors[for_next[i]].uses.back();
+      const uint32_t next = first_use(from_before[i]);
+      if (after + 1 >= n && next == 0) continue;
+      Candidate c{{for_next[i]}, {next}, size, after, next, true, 0, {from_before[i]}, {next}};
+      singles.push_back(std::move(c));
+    }
+    for_next.erase(for_next.begin(), for_next.begin() + static_cast<ptrdiff_t>(pairs));
+  }
+  for (const auto& [size, for_next] : tails)
+    for (uint32_t t : for_next) {
+      const uint32_t after = workload.tensors[t].uses.back();
+      if (after + 1 >= n) continue;
+      Candidate c{{t}, {after}, size, after, after, false, 0, {}, {}};
+      c.stays_out = true;
+      singles.push_back(std::move(c));
+    }
   const Link& link = request.link;
   const auto transfer = [&](uint64_t bytes) { return link.copy_ns(bytes) - link.latency_ns; };
   std::vector<Candidate> out, smalls;
@@ -105,26 +156,34 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
     (transfer(c.bytes) < kSmallCopyLatencies * link.latency_ns ? smalls : out)
         .push_back(std::move(c));
   std::sort(smalls.begin(), smalls.end(), [](const Candidate& a, const Candidate& b) {
-    return std::tie(a.wraps, a.after, a.next, a.tensors[0]) <
-           std::tie(b.wraps, b.after, b.next, b.tensors[0]);
+    const bool ca = a.carries(), cb = b.carries();
+    return std::tie(a.wraps, ca, a.stays_out, a.after, a.next, a.tensors[0]) <
+           std::tie(b.wraps, cb, b.stays_out, b.after, b.next, b.tensors[0]);
   });
   for (size_t i = 0; i < smalls.size();) {
     Candidate group = smalls[i];
     size_t j = i + 1;
     for (; j < smalls.size(); ++j) {
       const Candidate& s = smalls[j];
-      if (s.wraps != group.wraps || s.after > smalls[i].after + kGroupSpanOps) break;
+      if (s.wraps != group.wraps || s.carries() != group.carries() ||
+          s.stays_out != group.stays_out || s.after > smalls[i].after + kGroupSpanOps)
+        break;
       const uint32_t after = std::max(group.after, s.after);
       const uint32_t next = std::min(group.next, s.next);
       const uint64_t bytes = group.bytes + s.bytes;
       // One tensor is never twice in a group: its second gap starts where
       // the first ends, so the merged window would be empty.
-      if (!group.wraps && after >= next) break;
-      if (group.wraps && next > after) break;
+      if (!group.wraps && !group.stays_out && after >= next) break;
+      if (group.wraps && !group.carries() && next > after) break;
       if (transfer(bytes) > kGroupLatencies * link.latency_ns) break;
-      if (away_ns(starts, after, next, group.wraps) < 2 * link.copy_ns(bytes)) break;
+      if (away_ns(starts, after, next, group.wraps, group.stays_out) <
+          (group.stays_out ? 1 : 2) * link.copy_ns(bytes))
+        break;
       group.tensors.push_back(s.tensors[0]);
       group.nexts.push_back(s.nexts[0]);
+      group.arriving.insert(group.arriving.end(), s.arriving.begin(), s.arriving.end());
+      group.arriving_nexts.insert(group.arriving_nexts.end(), s.arriving_nexts.begin(),
+                                  s.arriving_nexts.end());
       group.bytes = bytes;
       group.after = after;
       group.next = next;
@@ -133,7 +192,7 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
     i = j;
   }
   for (Candidate& c : out)
-    c.idle_ns = away_ns(starts, c.after, c.next, c.wraps);
+    c.idle_ns = away_ns(starts, c.after, c.next, c.wraps, c.stays_out);
   return out;
 }
 
@@ -218,7 +277,8 @@ class CuswapPlanner final : public Planner {
 
     const auto copy_ns = [&](const Candidate& c) { return request.link.copy_ns(c.bytes); };
     const auto benefit = [&](const Candidate& c) {
-      return static_cast<double>(c.bytes) * static_cast<double>(c.idle_ns - 2 * copy_ns(c));
+      const int64_t copies = (c.stays_out ? 1 : 2) * copy_ns(c);
+      return static_cast<double>(c.bytes) * static_cast<double>(c.idle_ns - copies);
     };
     std::vector<uint32_t> order(all.size());
     for (uint32_t i = 0; i < order.size(); ++i)
@@ -260,6 +320,16 @@ class CuswapPlanner final : public Planner {
       if (tree.max_all() <= 0) break;
       const Candidate& c = all[i];
       const int64_t copy = copy_ns(c);
+      if (c.stays_out) {  // one copy, out, done before the iteration ends
+        if (c.idle_ns < copy) continue;
+        const std::optional<int64_t> out_start = out_lane.earliest(starts[c.after + 1], copy);
+        if (!out_start || *out_start + copy > starts.back()) continue;
+        const uint32_t first = first_op_from(*out_start + copy);
+        if (first >= n || tree.max(first, n - 1) <= 0) continue;
+        out_lane.reserve(*out_start, *out_start + copy);
+        take(i, {Span{first, n - 1}}, 0);
+        continue;
+      }
       if (c.idle_ns < 2 * copy) {
         if (!c.wraps) unhidden.push_back(i);
         continue;
@@ -311,6 +381,19 @@ class CuswapPlanner final : public Planner {
     Plan plan = new_plan(workload, request, name());
     for (uint32_t g = 0; g < chosen.size(); ++g) {
       const Candidate& c = all[chosen[g].candidate];
+      if (c.stays_out) {
+        for (uint32_t t : c.tensors)
+          plan.entries.push_back(make_leaving_entry(workload, t, c.after, g));
+        continue;
+      }
+      if (c.carries()) {
+        for (uint32_t t : c.tensors)
+          plan.entries.push_back(make_leaving_entry(workload, t, c.after, g));
+        for (size_t m = 0; m < c.arriving.size(); ++m)
+          plan.entries.push_back(make_returning_entry(workload, c.arriving[m], chosen[g].trigger,
+                                                      c.arriving_nexts[m], g));
+        continue;
+      }
       for (size_t m = 0; m < c.tensors.size(); ++m)
         plan.entries.push_back(
             make_entry(workload, c.tensors[m], c.after, chosen[g].trigger, c.nexts[m], g));
@@ -344,10 +427,10 @@ class CuswapPlanner final : public Planner {
           continue;
         }
         PlanEntry e = plan.entries[i];
-        const int64_t late = may_move ? group_late[e.group] : 0;
+        const int64_t late = may_move && e.returns ? group_late[e.group] : 0;
         if (late > 0) {
           const uint32_t after = e.evict_after.index, use = e.next_use.index;
-          const bool wraps = use <= after;
+          const bool wraps = !e.leaves || use <= after;
           // The group's earliest next use bounds its trigger.
           const uint32_t trigger = trigger_by(starts, after, e.prefetch_at.index, wraps,
                                               starts[e.prefetch_at.index] - late);

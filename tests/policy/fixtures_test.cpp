@@ -101,7 +101,10 @@ TEST_P(EveryPlanner, FitsSixtyPercentOrSaysWhy) {
     std::string error;
     EXPECT_TRUE(resolve(out.plan, f.workload, resolved, error)) << f.file << ": " << error;
     EXPECT_GE(out.result.iteration_ns, out.result.infinite_memory_ns) << f.file;
-    EXPECT_GE(out.result.iteration_ns, out.result.lower_bound_ns) << f.file;
+    // The bound holds for plans that fit; an infeasible budget over-commits.
+    if (out.result.fits) {
+      EXPECT_GE(out.result.iteration_ns, out.result.lower_bound_ns) << f.file;
+    }
     const std::optional<Shortfall> shortfall = check_budget(f.workload, request.budget_bytes);
     if (!shortfall) {
       EXPECT_TRUE(out.result.fits) << f.file;
@@ -158,6 +161,7 @@ size_t check_time_away(const Workload& w, const PlanOutcome& o, const Link& link
   for (size_t i = 0; i < o.plan.entries.size(); ++i) {
     if (r.entry_cancelled[i] != 0) continue;  // called off: nothing moved
     const PlanEntry& e = o.plan.entries[i];
+    if (!e.leaves || !e.returns) continue;  // its other side is in another iteration
     const uint32_t after = e.evict_after.index, next = e.next_use.index;
     const int64_t away = next <= after ? r.iteration_ns - end[after] + start[next]
                                        : start[next] - end[after];

@@ -63,6 +63,98 @@ TEST(PlanJson, RoundTrips) {
   EXPECT_EQ(resolved[0].next_use, 8u);
 }
 
+// Six ops; "old" (100 B) was left by the previous iteration, is read by op
+// 2 and freed after it; "new" (100 B) is made by op 3 and is live at the
+// end; "w" (50 B) is a weight read by op 1 and op 4.
+Workload carried_workload() {
+  TraceBuilder b;
+  for (int i = 0; i < 6; ++i)
+    b.op("op" + std::to_string(i), 1000);
+  b.weight("w", 50, {1, 4});
+  const uint32_t old = b.weight("old", 100, {2});
+  b.free_at(old, 2);
+  b.tensor("new", 100, 3, {}, std::nullopt);
+  Workload w;
+  std::string error;
+  EXPECT_TRUE(build_workload(b.take(), {}, w, error)) << error;
+  return w;
+}
+
+uint32_t tensor_named(const Workload& w, const std::string& name) {
+  for (uint32_t t = 0; t < w.tensors.size(); ++t)
+    if (w.tensors[t].name == name) return t;
+  ADD_FAILURE() << "no tensor " << name;
+  return 0;
+}
+
+TEST(PlanJson, OneSidedAndWrapEntriesRoundTripAndResolve) {
+  const Workload w = carried_workload();
+  Plan plan = new_plan(w, PlanRequest{}, "cuswap");
+  plan.entries.push_back(make_leaving_entry(w, tensor_named(w, "new"), 3, 0));
+  plan.entries.push_back(make_returning_entry(w, tensor_named(w, "old"), 0, 2, 0));
+  plan.entries.push_back(make_entry(w, tensor_named(w, "w"), 4, 0, 1, 1));
+  const std::string json = write_plan_json(plan);
+  EXPECT_NE(json.find("\"prefetch_at\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"evict_after\": null"), std::string::npos) << json;
+  Plan back;
+  std::string error;
+  ASSERT_TRUE(read_plan_json(json, "plan.json", back, error)) << error;
+  ASSERT_EQ(back.entries.size(), 3u);
+  EXPECT_TRUE(back.entries[0].leaves);
+  EXPECT_FALSE(back.entries[0].returns);
+  EXPECT_FALSE(back.entries[1].leaves);
+  EXPECT_TRUE(back.entries[1].returns);
+  EXPECT_EQ(write_plan_json(back), json);
+  std::vector<ResolvedEntry> resolved;
+  ASSERT_TRUE(resolve(back, w, resolved, error)) << error;
+  EXPECT_TRUE(resolved[2].wraps());
+  EXPECT_FALSE(resolved[0].wraps());
+
+  // Each side only where it means something.
+  Plan bad = plan;
+  bad.entries = {make_leaving_entry(w, tensor_named(w, "old"), 0, 0)};
+  EXPECT_FALSE(resolve(bad, w, resolved, error));
+  EXPECT_NE(error.find("only a tensor live at the end can stay out"), std::string::npos) << error;
+  bad.entries = {make_returning_entry(w, tensor_named(w, "new"), 3, 3, 0)};
+  EXPECT_FALSE(resolve(bad, w, resolved, error));
+  EXPECT_NE(error.find("only a tensor resident at start can start on the host"),
+            std::string::npos)
+      << error;
+  // A weight that wraps is out over [4, end] and [start, 1]: a second
+  // entry taking it out between its uses is fine, one overlapping is not.
+  bad.entries = {make_entry(w, tensor_named(w, "w"), 4, 0, 1, 0),
+                 make_entry(w, tensor_named(w, "w"), 1, 3, 4, 1)};
+  EXPECT_TRUE(resolve(bad, w, resolved, error)) << error;
+  bad.entries = {make_entry(w, tensor_named(w, "w"), 4, 0, 1, 0),
+                 make_entry(w, tensor_named(w, "w"), 0, 1, 1, 1)};
+  EXPECT_FALSE(resolve(bad, w, resolved, error));
+  EXPECT_NE(error.find("entries[1]: its tensor is still out for entries[0]"), std::string::npos)
+      << error;
+  // Wrapping needs a tensor resident at start and live at the end.
+  bad.entries = {make_entry(w, tensor_named(w, "old"), 2, 0, 0, 0)};
+  EXPECT_FALSE(resolve(bad, w, resolved, error));
+  EXPECT_NE(error.find("which only a tensor resident at start and live at the end may wrap"),
+            std::string::npos)
+      << error;
+}
+
+TEST(PlanJson, AnEntryWithNeitherSideIsRejected) {
+  const Workload w = carried_workload();
+  Plan plan = new_plan(w, PlanRequest{}, "cuswap");
+  plan.entries.push_back(make_leaving_entry(w, tensor_named(w, "new"), 3, 0));
+  std::string json = write_plan_json(plan);
+  const std::string evict = "\"evict_after\": {";
+  const size_t at = json.find(evict);
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, json.find('}', at) - at + 1, "\"evict_after\": null");
+  Plan back;
+  std::string error;
+  ASSERT_TRUE(read_plan_json(json, "plan.json", back, error)) << error;
+  std::vector<ResolvedEntry> resolved;
+  EXPECT_FALSE(resolve(back, w, resolved, error));
+  EXPECT_NE(error.find("entries[0]: an entry must leave or return"), std::string::npos) << error;
+}
+
 TEST(PlanJson, NamesAreEscaped) {
   Plan plan;
   plan.planner = "seed";

@@ -169,6 +169,59 @@ TEST(Cuswap, WeightsLeaveAfterTheirLastUseUntilTheNextIteration) {
   EXPECT_EQ(out.result.forced_evictions, 0u);
 }
 
+TEST(Cuswap, StateMadeAnewEachIterationMovesAsAPair) {
+  // Ten 1 us ops. "old" (2000 B) was left by the previous iteration and is
+  // read and freed by op 8; "new" (2000 B), made by op 2, is live at the
+  // end: the next iteration's "old". Budget 3000 (4000 live over ops 2-8):
+  // new leaves after op 2 and old starts on the host, back for op 8.
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i)
+    b.op("o" + std::to_string(i), 1000);
+  const uint32_t old = b.weight("old", 2000, {8});
+  b.free_at(old, 8);
+  b.tensor("new", 2000, 2, {}, std::nullopt);
+  const Workload w = build(b.take());
+  const PlanOutcome out = plan_and_simulate(*find_planner("cuswap"), w, request(3000));
+  ASSERT_EQ(out.plan.entries.size(), 2u);
+  const PlanEntry* leaving = nullptr;
+  const PlanEntry* returning = nullptr;
+  for (const PlanEntry& e : out.plan.entries)
+    (e.returns ? returning : leaving) = &e;
+  ASSERT_NE(leaving, nullptr);
+  ASSERT_NE(returning, nullptr);
+  EXPECT_EQ(leaving->tensor.name, "new");
+  EXPECT_EQ(leaving->evict_after.name, "o2");
+  EXPECT_EQ(returning->tensor.name, "old");
+  EXPECT_FALSE(returning->leaves);
+  EXPECT_EQ(returning->next_use.name, "o8");
+  EXPECT_EQ(leaving->group, returning->group);
+  EXPECT_EQ(leaving->tensor.size_bytes, returning->tensor.size_bytes);
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_EQ(out.result.iteration_ns, out.result.infinite_memory_ns);
+  EXPECT_EQ(out.result.forced_evictions, 0u);
+  EXPECT_EQ(out.result.d2h_bytes, 2000u);
+  EXPECT_EQ(out.result.h2d_bytes, 2000u);
+}
+
+TEST(Cuswap, WhatOutlivesTheCaptureUnpairedLeavesForGood) {
+  // As above without "old": "new" is not needed again in the window, so it
+  // leaves after op 2 and does not come back; the op 5 temporary fits.
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i)
+    b.op("o" + std::to_string(i), 1000);
+  b.tensor("new", 2000, 2, {}, std::nullopt);
+  b.tensor("tmp", 2000, 6, {}, 6);
+  const Workload w = build(b.take());
+  const PlanOutcome out = plan_and_simulate(*find_planner("cuswap"), w, request(3000));
+  ASSERT_EQ(out.plan.entries.size(), 1u);
+  EXPECT_EQ(out.plan.entries[0].tensor.name, "new");
+  EXPECT_FALSE(out.plan.entries[0].returns);
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_EQ(out.result.iteration_ns, out.result.infinite_memory_ns);
+  EXPECT_EQ(out.result.h2d_bytes, 0u);
+  EXPECT_EQ(out.result.forced_evictions, 0u);
+}
+
 TEST(Cuswap, GroupsSmallTensorsThatLeaveAfterDifferentOps) {
   // Ten 100 B tensors, h_i made by op i (0..4, two each) and read back by
   // op 9; a 600 B temporary at op 7. Copies of 100 ns against a 1 us

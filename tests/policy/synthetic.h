@@ -52,6 +52,10 @@ class TraceBuilder {
     trace_.tensors.push_back(t);
     return static_cast<uint32_t>(trace_.tensors.size() - 1);
   }
+  // Frees a tensor when op `after` ends.
+  void free_at(uint32_t tensor, uint32_t after) {
+    trace_.tensors[tensor].free_ns = trace_.ops[after].start_ns + trace_.ops[after].duration_ns;
+  }
   trace::Trace take() {
     trace_.source = "synthetic";
     // Tensors are sorted by allocation time, as validate() asks.
