@@ -168,6 +168,7 @@ class Simulation {
     r_.budget_bytes = options.budget_bytes;
     r_.entry_late_ns.assign(entries.size(), 0);
     r_.entry_cancelled.assign(entries.size(), 0);
+    r_.entry_early_ns.assign(entries.size(), 0);
     for (uint32_t i = 0; i < entries.size(); ++i) {
       const ResolvedEntry& e = entries[i];
       if (e.leaves) evict_groups_[{e.evict_after, e.group, e.prefetch_at}].push_back(i);
@@ -545,6 +546,8 @@ class Simulation {
     const bool unstarted = cancel_eviction(x, now_ns);
     if (ts.entry >= 0) {
       if (!unstarted) ++r_.wasted_evictions;
+      int64_t& early = r_.entry_early_ns[static_cast<size_t>(ts.entry)];
+      early = std::max(early, ts.ready_ns - now_ns);
       uint8_t& outcome = r_.entry_cancelled[static_cast<size_t>(ts.entry)];
       outcome = std::max<uint8_t>(outcome, unstarted ? 1 : 2);
     }

@@ -95,6 +95,8 @@ struct SimResult {
   // Per resolved entry, when its tensor never left (Note [Cancelled copies]):
   // 1 its copy out was called off before it started, 2 it ran for nothing.
   std::vector<uint8_t> entry_cancelled;
+  std::vector<int64_t> entry_early_ns;  // per resolved entry: how long before its copy out
+                                        // would have ended its tensor was wanted back
   std::vector<OpSpan> ops;
   std::vector<CopySpan> copies;
   std::vector<MemorySample> memory;

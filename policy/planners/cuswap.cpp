@@ -33,8 +33,10 @@
 //    simulation moves its trigger earlier by the wait, and an entry whose
 //    copy out ran while its tensor was needed back before it completed (a
 //    copy for nothing, Note [Cancelled copies] in policy/simulator.cpp) is
-//    dropped; rounds go on while they change the plan and until no stall
-//    can be removed that way. An eviction called off before its copy
+//    fetched later, once that copy is done, or dropped, whichever
+//    simulates faster; rounds go on while they change the plan and until
+//    no stall can be removed that way, and the plan that is kept has no
+//    copy for nothing. An eviction called off before its copy
 //    started costs nothing and stays: it leaves when the engine is free
 //    in time.
 // 6. The choice is made on the infinite-memory timeline, while copies and
@@ -59,7 +61,10 @@ namespace {
 
 constexpr int64_t kSmallCopyLatencies = 4;  // below this many latencies of transfer: small
 constexpr int64_t kGroupLatencies = 16;     // a group grows to this many latencies of transfer
-constexpr uint32_t kGroupSpanOps = 8;       // members leave within this many ops of the first
+// Members of a group leave within this many ops of the first: tried in turn
+// (one op: only what leaves after the same op).
+constexpr uint32_t kGroupSpans[] = {8, 0};
+constexpr uint32_t kNextSpanOps = 8;  // and are needed back within this many ops of the first
 constexpr int kFeedbackRounds = 4;
 constexpr uint8_t kWasted = 2;  // SimResult::entry_cancelled: its copy out ran for nothing
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
@@ -99,7 +104,7 @@ uint32_t trigger_by(const std::vector<int64_t>& starts, uint32_t after, uint32_t
 }
 
 std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& request,
-                                  const std::vector<int64_t>& starts) {
+                                  const std::vector<int64_t>& starts, uint32_t group_span) {
   const auto n = static_cast<uint32_t>(workload.ops.size());
   std::vector<Candidate> singles;
   for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
@@ -166,8 +171,11 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
     for (; j < smalls.size(); ++j) {
       const Candidate& s = smalls[j];
       if (s.wraps != group.wraps || s.carries() != group.carries() ||
-          s.stays_out != group.stays_out || s.after > smalls[i].after + kGroupSpanOps)
+          s.stays_out != group.stays_out || s.after > smalls[i].after + group_span)
         break;
+      // Members come back within a few ops of each other too: the group is
+      // fetched for the first of them.
+      if (!group.stays_out && s.next > group.next + kNextSpanOps) break;
       const uint32_t after = std::max(group.after, s.after);
       const uint32_t next = std::min(group.next, s.next);
       const uint64_t bytes = group.bytes + s.bytes;
@@ -210,25 +218,31 @@ class CuswapPlanner final : public Planner {
     const uint64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
     if (peak <= request.budget_bytes) return new_plan(workload, request, name());
     const std::vector<int64_t> starts = infinite_memory_starts(workload, request.time_scale);
-    const std::vector<Candidate> all = candidates(workload, request, starts);
     // Step 6: the schedule is planned on the infinite-memory timeline, the
     // simulation runs on the real one; planning for a slightly smaller
-    // budget leaves room for the difference. The best margin wins.
+    // budget leaves room for the difference. The best margin wins, over
+    // wide and narrow groups of small tensors.
     Plan best;
     SimResult best_result;
+    bool first = true;
     const auto done = [&] {
       return best_result.fits && best_result.iteration_ns == best_result.infinite_memory_ns;
     };
-    for (size_t i = 0; i < std::size(kMargins); ++i) {
-      const auto target =
-          static_cast<uint64_t>(static_cast<double>(request.budget_bytes) * (1.0 - kMargins[i]));
-      SimResult result;
-      Plan plan = plan_for(workload, request, starts, live, all, target, result);
-      if (i == 0 || better(result, best_result)) {
-        best = std::move(plan);
-        best_result = result;
+    for (uint32_t span : kGroupSpans) {
+      if (!first && done()) break;
+      const std::vector<Candidate> all = candidates(workload, request, starts, span);
+      for (size_t i = 0; i < std::size(kMargins); ++i) {
+        const auto target = static_cast<uint64_t>(static_cast<double>(request.budget_bytes) *
+                                                  (1.0 - kMargins[i]));
+        SimResult result;
+        Plan plan = plan_for(workload, request, starts, live, all, target, result);
+        if (first || better(result, best_result)) {
+          best = std::move(plan);
+          best_result = result;
+          first = false;
+        }
+        if (done()) break;
       }
-      if (done()) break;
     }
     // Step 7: the peers' selections as more starting points.
     for (const Planner* peer : {&seed_planner(), &capuchin_planner(), &vdnn_planner()}) {
@@ -402,53 +416,98 @@ class CuswapPlanner final : public Planner {
   }
 
   // Step 5 on any plan: a group whose next use waited moves its prefetch
-  // earlier by the wait; an entry whose tensor never left is dropped.
-  // Kept while the simulation improves, or while copies for nothing go.
+  // earlier by the wait; a group wanted back while its copy out ran is
+  // fetched later, or the entry dropped, whichever simulates faster. The
+  // fastest round without a copy for nothing is kept.
   Plan refine_entries(const Workload& workload, const PlanRequest& request,
                       const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
     result = simulate_plan(workload, plan, request);
-    // Every round drops or moves something, and after the feedback rounds
-    // only drops go on: it ends with no copy for nothing left.
+    std::optional<Plan> best;
+    SimResult best_result;
+    if (result.wasted_evictions == 0) best = plan, best_result = result;
+    // Every round changes the plan, and after the feedback rounds only
+    // drops go on: it ends with no copy for nothing left.
     for (int round = 0;; ++round) {
       const bool may_move = round < 2 * kFeedbackRounds;
-      Plan next = plan;
-      next.entries.clear();
-      bool dropped = false, moved = false;
-      // Entries of one group share their triggers: the group moves by its
-      // largest wait.
-      std::map<uint32_t, int64_t> group_late;
-      for (size_t i = 0; i < plan.entries.size(); ++i)
-        if (result.entry_cancelled[i] != kWasted)
-          group_late[plan.entries[i].group] =
-              std::max(group_late[plan.entries[i].group], result.entry_late_ns[i]);
+      // Per group: its largest wait, the earliest next use of its entries,
+      // and how much too early it was wanted back while a copy out ran.
+      std::map<uint32_t, int64_t> late, early;
+      std::map<uint32_t, uint32_t> first_use;
+      bool wasted = false;
       for (size_t i = 0; i < plan.entries.size(); ++i) {
-        if (result.entry_cancelled[i] == kWasted) {
-          dropped = true;
-          continue;
+        const PlanEntry& e = plan.entries[i];
+        late[e.group] = std::max(late[e.group], result.entry_late_ns[i]);
+        if (e.returns) {
+          const auto it = first_use.try_emplace(e.group, e.next_use.index).first;
+          it->second = std::min(it->second, e.next_use.index);
         }
-        PlanEntry e = plan.entries[i];
-        const int64_t late = may_move && e.returns ? group_late[e.group] : 0;
-        if (late > 0) {
-          const uint32_t after = e.evict_after.index, use = e.next_use.index;
-          const bool wraps = !e.leaves || use <= after;
-          // The group's earliest next use bounds its trigger.
-          const uint32_t trigger = trigger_by(starts, after, e.prefetch_at.index, wraps,
-                                              starts[e.prefetch_at.index] - late);
-          if (trigger != e.prefetch_at.index) {
+        if (result.entry_cancelled[i] == kWasted) {
+          wasted = true;
+          early[e.group] = std::max(early[e.group], result.entry_early_ns[i]);
+        }
+      }
+      if (!wasted && !may_move) break;
+      // Two ways past a copy for nothing: drop the entry, or fetch its group
+      // later, once the copy out is done (when that is still before its
+      // next use). Waits move a group's trigger earlier.
+      const auto revise = [&](bool delay, bool& changed) {
+        Plan next = plan;
+        next.entries.clear();
+        changed = false;
+        for (size_t i = 0; i < plan.entries.size(); ++i) {
+          PlanEntry e = plan.entries[i];
+          const bool too_early = early.count(e.group) != 0;
+          uint32_t trigger = e.prefetch_at.index;
+          if (too_early && delay && e.returns) {
+            const int64_t when = starts[trigger] + early[e.group];
+            const uint32_t last = first_use[e.group];
+            const auto it =
+                std::lower_bound(starts.begin() + trigger, starts.begin() + last + 1, when);
+            trigger = static_cast<uint32_t>(it - starts.begin());
+            if (trigger > last) trigger = last;
+          } else if (result.entry_cancelled[i] == kWasted) {
+            changed = true;
+            continue;  // dropped
+          } else if (may_move && e.returns && late[e.group] > 0 && !too_early) {
+            const uint32_t after = e.evict_after.index, use = e.next_use.index;
+            const bool wraps = !e.leaves || use <= after;
+            trigger = trigger_by(starts, after, trigger, wraps, starts[trigger] - late[e.group]);
+          }
+          if (e.returns && trigger != e.prefetch_at.index) {
             e.prefetch_at =
                 OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
-            moved = true;
+            changed = true;
+          }
+          next.entries.push_back(std::move(e));
+        }
+        return next;
+      };
+      bool dropped = false, delayed = false;
+      Plan next = revise(false, dropped);
+      SimResult r = dropped ? simulate_plan(workload, next, request) : result;
+      if (wasted && may_move) {
+        Plan later = revise(true, delayed);
+        if (delayed) {
+          const SimResult rl = simulate_plan(workload, later, request);
+          if (!dropped || better(rl, r)) {
+            next = std::move(later);
+            r = rl;
+            dropped = true;  // a change the round must keep
           }
         }
-        next.entries.push_back(std::move(e));
       }
-      if (!dropped && !moved) break;
-      const SimResult r = simulate_plan(workload, next, request);
-      // Dropping copies for nothing is always kept; moving triggers only
-      // when it helps.
-      if (!dropped && !better(r, result)) break;
+      if (!dropped) break;
       plan = std::move(next);
-      result = r;
+      result = std::move(r);
+      if (result.wasted_evictions == 0 && (!best || better(result, best_result))) {
+        best = plan;
+        best_result = result;
+      }
+    }
+    // The fastest round without a copy for nothing (the last one has none).
+    if (best && !better(result, best_result)) {
+      result = best_result;
+      return *std::move(best);
     }
     return plan;
   }

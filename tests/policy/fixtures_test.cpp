@@ -219,16 +219,15 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
                 << name << " " << o.plan.planner;
           }
         }
-        // cuswap fits wherever a peer fits, and is not slower: on the GPU
-        // captures never; on CPU captures of recurrent models a peer is
-        // still up to 2% ahead at 30% in a few cases.
-        const double slack = is_gpu_capture(f.file) ? 1.0 : 1.03;
+        // cuswap fits wherever a peer fits, and is not slower. A peer's plan
+        // that keeps a copy for nothing, which cuswap's may not, can be
+        // ahead by a hair: 7 us in 204 ms on the TF2 Seq2Seq at 30%.
         for (size_t i = 1; i < outcomes.size(); ++i) {
           const SimResult& peer = outcomes[i].result;
           if (!peer.fits) continue;
           EXPECT_TRUE(mine.fits) << name << ": " << outcomes[i].plan.planner << " fits";
           EXPECT_LE(static_cast<double>(mine.iteration_ns),
-                    slack * static_cast<double>(peer.iteration_ns))
+                    1.001 * static_cast<double>(peer.iteration_ns))
               << name << ": " << outcomes[i].plan.planner;
         }
         if (is_gpu_capture(f.file) && percent == 50 && request.link.name == "pcie5") {
