@@ -70,26 +70,14 @@ std::optional<Shortfall> check_budget(const Workload& workload, uint64_t budget_
 // depends on the workload and the budget only, so every planner, the
 // bounds and the simulator see the same parked set.
 std::vector<uint8_t> parked_at_start(const Workload& workload, uint64_t budget_bytes) {
+  std::vector<uint8_t> untouched(workload.tensors.size(), 0);
+  for (size_t x = 0; x < workload.tensors.size(); ++x)
+    untouched[x] = workload.tensors[x].resident_at_start() && workload.tensors[x].uses.empty();
+  const std::vector<uint64_t> touched = live_bytes_per_op(workload, untouched);
+  uint64_t used = touched.empty() ? 0 : *std::max_element(touched.begin(), touched.end());
   std::vector<uint8_t> parked(workload.tensors.size(), 0);
-  const size_t n = workload.ops.size();
-  std::vector<int64_t> delta(n + 1, 0);
-  std::vector<uint32_t> untouched;
-  for (uint32_t x = 0; x < workload.tensors.size(); ++x) {
-    const WorkTensor& t = workload.tensors[x];
-    if (t.resident_at_start() && t.uses.empty()) {
-      untouched.push_back(x);
-      continue;
-    }
-    const uint32_t from = t.resident_at_start() ? 0 : t.alloc_op;
-    if (from >= n) continue;
-    delta[from] += static_cast<int64_t>(t.size_bytes);
-    if (t.free_op < n) delta[t.free_op + 1] -= static_cast<int64_t>(t.size_bytes);
-  }
-  int64_t running = 0, peak = 0;
-  for (size_t k = 0; k < n; ++k)
-    peak = std::max(peak, running += delta[k]);
-  auto used = static_cast<uint64_t>(peak);
-  for (uint32_t x : untouched) {
+  for (size_t x = 0; x < workload.tensors.size(); ++x) {
+    if (!untouched[x]) continue;
     const uint64_t size = workload.tensors[x].size_bytes;
     if (used <= budget_bytes && size <= budget_bytes - used) {
       used += size;

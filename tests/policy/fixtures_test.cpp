@@ -10,6 +10,7 @@
 
 #include "policy/planner.h"
 #include "policy/simulator.h"
+#include "tests/policy/plan_checks.h"
 #include "tracer/import/import.h"
 
 #ifndef CUSWAP_TEST_DATA
@@ -155,31 +156,6 @@ bool is_cnn(const std::string& file) {
          file.find("inception") != std::string::npos || file.find("vgg16") != std::string::npos;
 }
 
-// Every entry of a cuswap plan whose tensor left was away, on the
-// simulated timeline, for at least its copy out and its copy back; none was
-// asked back while its copy out ran. Returns how many entries it checked.
-size_t check_time_away(const Workload& w, const PlanOutcome& o, const Link& link,
-                       const std::string& name) {
-  const SimResult& r = o.result;
-  EXPECT_EQ(r.wasted_evictions, 0u) << name;
-  std::vector<int64_t> start(w.ops.size()), end(w.ops.size());
-  for (const OpSpan& s : r.ops)
-    start[s.op] = s.start_ns, end[s.op] = s.end_ns;
-  size_t checked = 0;
-  for (size_t i = 0; i < o.plan.entries.size(); ++i) {
-    if (r.entry_cancelled[i] != 0) continue;  // called off: nothing moved
-    const PlanEntry& e = o.plan.entries[i];
-    if (!e.leaves || !e.returns) continue;  // its other side is in another iteration
-    const uint32_t after = e.evict_after.index, next = e.next_use.index;
-    const int64_t away = next <= after ? r.iteration_ns - end[after] + start[next]
-                                       : start[next] - end[after];
-    EXPECT_GE(away, 2 * link.copy_ns(e.tensor.size_bytes))
-        << name << ": entry " << i << " (" << e.tensor.name << ")";
-    ++checked;
-  }
-  return checked;
-}
-
 // Small tensors that leave together move as one copy: most entries under
 // 64 KiB share a group, and a group's entries share their triggers.
 void check_groups(const Plan& plan, const std::string& name) {
@@ -247,7 +223,8 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
                     1.10 * static_cast<double>(mine.lower_bound_ns))
               << name;
         }
-        entries_checked += check_time_away(f.workload, outcomes[0], request.link, name);
+        entries_checked += expect_time_away_covers_copies(f.workload, outcomes[0].plan,
+                                                         outcomes[0].result, request.link, name);
         // The memory timeline (the export's counter) reaches the peak.
         uint64_t drawn = 0;
         for (const MemorySample& m : mine.memory)
