@@ -11,6 +11,7 @@
 #include "allocator/log.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -195,7 +196,14 @@ bool set_log(LogLevel& field, const Pair& pair) {
 constexpr std::string_view kBoolDoc = "true or false";
 constexpr std::string_view kPathDoc = "a path of at most 1023 bytes without ',', '[' or ']'";
 
-constexpr std::array<OptionSpec<Options>, 8> kOptionSpecs{{
+bool set_name(FixedString& field, const Pair& pair) {
+  if (!pair.has_value || pair.value.empty() || pair.value.size() > 32) return false;
+  for (char ch : pair.value)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) return false;
+  return field.assign(pair.value);
+}
+
+constexpr std::array<OptionSpec<Options>, 11> kOptionSpecs{{
     {"passthrough", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.passthrough, p); }},
     {"budget", "a size like 12GiB, or per device like [0:12GiB,1:10GiB]",
      [](Options& o, const Pair& p) { return set_per_device_size(o.budget_bytes, p); }},
@@ -205,6 +213,11 @@ constexpr std::array<OptionSpec<Options>, 8> kOptionSpecs{{
     {"record_timing", kBoolDoc,
      [](Options& o, const Pair& p) { return set_bool(o.record_timing, p); }},
     {"plan", kPathDoc, [](Options& o, const Pair& p) { return set_path(o.plan_path, p); }},
+    {"online", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.online, p); }},
+    {"planner", "a planner's name like cuswap",
+     [](Options& o, const Pair& p) { return set_name(o.planner, p); }},
+    {"link", "pcie3, pcie4, pcie5 or nvlink-c2c",
+     [](Options& o, const Pair& p) { return set_name(o.link, p); }},
     {"log", "error, warn, info or debug",
      [](Options& o, const Pair& p) { return set_log(o.log, p); }},
     {"stats", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.stats, p); }},
@@ -572,6 +585,21 @@ size_t describe(const Options& options, std::span<char> out) {
   if (!options.plan_path.empty()) {
     writer.begin();
     writer.put("plan:{}", options.plan_path.view());
+    writer.end();
+  }
+  if (!options.online) {
+    writer.begin();
+    writer.put("online:false");
+    writer.end();
+  }
+  if (!options.planner.empty()) {
+    writer.begin();
+    writer.put("planner:{}", options.planner.view());
+    writer.end();
+  }
+  if (!options.link.empty()) {
+    writer.begin();
+    writer.put("link:{}", options.link.view());
     writer.end();
   }
   writer.begin();

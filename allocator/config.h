@@ -175,6 +175,9 @@ struct Options {
   FixedString record_path;            // record: write a .cst trace here
   bool record_timing = true;          // record_timing: time launches on the device when recording
   FixedString plan_path;              // plan: follow this plan
+  bool online = true;                 // online: with a budget and no plan, plan the first iteration
+  FixedString planner;                // planner: which planner plans online (default cuswap)
+  FixedString link;                   // link: the copy link the online planner assumes
   LogLevel log = LogLevel::warn;      // log: error|warn|info|debug
   bool stats = false;                 // stats: print counters at exit
 };

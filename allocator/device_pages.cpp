@@ -80,7 +80,7 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
 }
 
 CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
-                               std::span<Block* const> keep) noexcept {
+                               std::span<Block* const> keep, bool may_evict) noexcept {
   try {
     out.reserve(count);
   } catch (...) {
@@ -112,6 +112,12 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       ++stats_.driver_retries;
     }
     if (reclaim_cached(dev)) continue;
+    // Planned evictions in flight first (Note [Planned moves]).
+    if (!dev.evicting.empty() && land_evictions(dev, true)) continue;
+    if (!may_evict) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+      break;
+    }
     r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room()) {
       r = CUDA_SUCCESS;

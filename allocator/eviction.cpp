@@ -54,93 +54,134 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed,
   return evict(dev, std::span<Block*>(candidates.data(), chosen));
 }
 
+// A host copy for `block` (Note [Eviction keeps the address mapped]); the
+// block is then evicting.
+CUresult Allocator::take_host_copy(Device& dev, Block& block) noexcept {
+  CUresult r = CUDA_SUCCESS;
+  if (dev.host_vmm) {
+    auto cached =
+        std::find_if(dev.host_cache.begin(), dev.host_cache.end(),
+                     [&](const HostCopy& c) { return c.size_bytes == block.range_bytes; });
+    if (cached != dev.host_cache.end()) {
+      block.host = *cached;
+      *cached = dev.host_cache.back();
+      dev.host_cache.pop_back();
+    } else {
+      CUmemAllocationProp prop{};
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location = dev.host_location;
+      HostCopy copy;
+      copy.size_bytes = block.range_bytes;
+      r = driver_.cuMemCreate(&copy.handle, copy.size_bytes, &prop, 0);
+      if (r != CUDA_SUCCESS) return host_exhausted(dev, r);
+      CUdeviceptr window = 0;
+      r = driver_.cuMemAddressReserve(&window, copy.size_bytes, dev.granularity, 0, 0);
+      if (r == CUDA_SUCCESS) {
+        copy.window = window;
+        r = driver_.cuMemMap(window, copy.size_bytes, 0, copy.handle, 0);
+        if (r == CUDA_SUCCESS) {
+          r = set_access(dev, window, copy.size_bytes);
+          if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(window, copy.size_bytes);
+        }
+        if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(window, copy.size_bytes);
+      }
+      if (r != CUDA_SUCCESS) {
+        (void)driver_.cuMemRelease(copy.handle);
+        return host_exhausted(dev, r);
+      }
+      block.host = copy;
+    }
+    stats_.host_bytes += block.host.size_bytes;
+  } else {
+    if (!dev.stash) {
+      std::string error;
+      dev.stash = HostStash::create(driver_, dev.context, error);
+      if (!dev.stash) {
+        log::warn("cannot make the pinned host stash: {}", error);
+        return host_exhausted(dev, CUDA_ERROR_OUT_OF_MEMORY);
+      }
+    }
+    block.stash = dev.stash->allocate(block.size_bytes);
+    if (!block.stash) return host_exhausted(dev, CUDA_ERROR_OUT_OF_MEMORY);
+    stats_.host_bytes += block.size_bytes;
+  }
+  stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, stats_.host_bytes);
+  block.residency = Residency::evicting;
+  return CUDA_SUCCESS;
+}
+
+CUresult Allocator::host_exhausted(Device& dev, CUresult r) noexcept {
+  if (r != CUDA_ERROR_OUT_OF_MEMORY) return r;
+  static log::Limited limit(5);
+  if (limit.allow())
+    log::warn(
+        "host memory exhausted: device {} budget {} bytes, device memory in use {}, "
+        "host memory holding evicted buffers {}",
+        dev.ordinal, dev.budget_bytes, dev.device_bytes, stats_.host_bytes);
+  return r;
+}
+
+// Gives `block`'s host copy back at once (nothing reads it) and leaves the
+// block resident.
+void Allocator::release_host_copy(Device& dev, Block& block) noexcept {
+  if (block.stash) {
+    stats_.host_bytes -= block.size_bytes;
+    dev.stash->release(block.stash);
+    block.stash = nullptr;
+  }
+  if (block.host.handle) {
+    stats_.host_bytes -= block.host.size_bytes;
+    try {
+      dev.host_cache.push_back(block.host);
+    } catch (...) {
+      (void)driver_.cuMemUnmap(block.host.window, block.host.size_bytes);
+      (void)driver_.cuMemAddressFree(block.host.window, block.host.size_bytes);
+      (void)driver_.cuMemRelease(block.host.handle);
+    }
+    block.host = {};
+  }
+  block.residency = Residency::resident;
+}
+
+// The eviction copy of `block` is done: its pages come back; with host
+// memory mapping, the range moves onto the host copy. False: the range
+// could not be unmapped and the block stays resident.
+bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
+                              uint64_t copied_ns) noexcept {
+  if (driver_.cuMemUnmap(block.base, block.range_bytes) != CUDA_SUCCESS) {
+    release_host_copy(dev, block);  // still mapped, bytes still there
+    return false;
+  }
+  give_pages(dev, block.pages);
+  if (block.host.handle) {
+    CUresult m = driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0);
+    if (m == CUDA_SUCCESS) {
+      m = set_access(dev, block.base, block.range_bytes);
+      if (m != CUDA_SUCCESS) (void)driver_.cuMemUnmap(block.base, block.range_bytes);
+    }
+    // Without the mapping the bytes are still in the host copy: the range
+    // stays unmapped until the next use brings them back.
+    block.range_on_host = m == CUDA_SUCCESS;
+  }
+  release_event(block.last_use);
+  for (SharedEvent*& wait : block.waits.events)
+    release_event(wait);
+  release_event(block.evict_copy);
+  block.residency = Residency::evicted;
+  const uint64_t bytes = block.stash ? block.size_bytes : block.range_bytes;
+  ++stats_.evictions;
+  if (reason == EvictReason::plan) ++stats_.evictions_planned;
+  stats_.bytes_to_host += bytes;
+  if (observer_) observer_->evicted(block.base, bytes, reason, block.evict_queued_ns, copied_ns);
+  return true;
+}
+
 CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
   // 1. A host copy for each victim; stop at the first that cannot have one.
   size_t ready = 0;
   CUresult r = CUDA_SUCCESS;
-  for (; ready < victims.size(); ++ready) {
-    Block& block = *victims[ready];
-    if (dev.host_vmm) {
-      auto cached =
-          std::find_if(dev.host_cache.begin(), dev.host_cache.end(),
-                       [&](const HostCopy& c) { return c.size_bytes == block.range_bytes; });
-      if (cached != dev.host_cache.end()) {
-        block.host = *cached;
-        *cached = dev.host_cache.back();
-        dev.host_cache.pop_back();
-      } else {
-        CUmemAllocationProp prop{};
-        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-        prop.location = dev.host_location;
-        HostCopy copy;
-        copy.size_bytes = block.range_bytes;
-        r = driver_.cuMemCreate(&copy.handle, copy.size_bytes, &prop, 0);
-        if (r != CUDA_SUCCESS) break;
-        CUdeviceptr window = 0;
-        r = driver_.cuMemAddressReserve(&window, copy.size_bytes, dev.granularity, 0, 0);
-        if (r == CUDA_SUCCESS) {
-          copy.window = window;
-          r = driver_.cuMemMap(window, copy.size_bytes, 0, copy.handle, 0);
-          if (r == CUDA_SUCCESS) {
-            r = set_access(dev, window, copy.size_bytes);
-            if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(window, copy.size_bytes);
-          }
-          if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(window, copy.size_bytes);
-        }
-        if (r != CUDA_SUCCESS) {
-          (void)driver_.cuMemRelease(copy.handle);
-          break;
-        }
-        block.host = copy;
-      }
-      stats_.host_bytes += block.host.size_bytes;
-    } else {
-      if (!dev.stash) {
-        std::string error;
-        dev.stash = HostStash::create(driver_, dev.context, error);
-        if (!dev.stash) {
-          log::warn("cannot make the pinned host stash: {}", error);
-          r = CUDA_ERROR_OUT_OF_MEMORY;
-          break;
-        }
-      }
-      block.stash = dev.stash->allocate(block.size_bytes);
-      if (!block.stash) {
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-        break;
-      }
-      stats_.host_bytes += block.size_bytes;
-    }
-    stats_.peak_host_bytes = std::max(stats_.peak_host_bytes, stats_.host_bytes);
-    block.residency = Residency::evicting;
-  }
-  if (r == CUDA_ERROR_OUT_OF_MEMORY && ready < victims.size()) {
-    static log::Limited limit(5);
-    if (limit.allow())
-      log::warn(
-          "host memory exhausted: device {} budget {} bytes, device memory in use {}, "
-          "host memory holding evicted buffers {}",
-          dev.ordinal, dev.budget_bytes, dev.device_bytes, stats_.host_bytes);
-  }
-  auto give_back_host = [&](Block& block) {
-    if (block.stash) {
-      stats_.host_bytes -= block.size_bytes;
-      dev.stash->release(block.stash);
-      block.stash = nullptr;
-    }
-    if (block.host.handle) {
-      stats_.host_bytes -= block.host.size_bytes;
-      try {
-        dev.host_cache.push_back(block.host);
-      } catch (...) {
-        (void)driver_.cuMemUnmap(block.host.window, block.host.size_bytes);
-        (void)driver_.cuMemAddressFree(block.host.window, block.host.size_bytes);
-        (void)driver_.cuMemRelease(block.host.handle);
-      }
-      block.host = {};
-    }
-    block.residency = Residency::resident;
-  };
+  for (; ready < victims.size(); ++ready)
+    if ((r = take_host_copy(dev, *victims[ready])) != CUDA_SUCCESS) break;
   // 2. The copies, each after its buffer's last use, then one wait for all.
   size_t queued = 0;
   for (; queued < ready && r == CUDA_SUCCESS; ++queued) {
@@ -192,45 +233,19 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
         block.host = {};
         block.residency = Residency::resident;
       } else {
-        give_back_host(block);
+        release_host_copy(dev, block);
       }
     }
     release_event(drained);
     return copied == CUDA_SUCCESS ? r : copied;
   }
   for (size_t i = queued; i < ready; ++i)
-    give_back_host(*victims[i]);
+    release_host_copy(dev, *victims[i]);
   // 3. The pages come back; with host memory mapping, the range moves onto
   // the host copy.
   size_t evicted = 0;
-  for (size_t i = 0; i < queued; ++i) {
-    Block& block = *victims[i];
-    if (driver_.cuMemUnmap(block.base, block.range_bytes) != CUDA_SUCCESS) {
-      give_back_host(block);  // still mapped, bytes still there
-      continue;
-    }
-    give_pages(dev, block.pages);
-    if (block.host.handle) {
-      CUresult m = driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0);
-      if (m == CUDA_SUCCESS) {
-        m = set_access(dev, block.base, block.range_bytes);
-        if (m != CUDA_SUCCESS) (void)driver_.cuMemUnmap(block.base, block.range_bytes);
-      }
-      // Without the mapping the bytes are still in the host copy: the range
-      // stays unmapped until the next use brings them back.
-      block.range_on_host = m == CUDA_SUCCESS;
-    }
-    release_event(block.last_use);
-    for (SharedEvent*& wait : block.waits.events)
-      release_event(wait);
-    block.residency = Residency::evicted;
-    const uint64_t bytes = block.stash ? block.size_bytes : block.range_bytes;
-    ++stats_.evictions;
-    stats_.bytes_to_host += bytes;
-    if (observer_)
-      observer_->evicted(block.base, bytes, EvictReason::budget, block.evict_queued_ns, copied_ns);
-    ++evicted;
-  }
+  for (size_t i = 0; i < queued; ++i)
+    evicted += land_eviction(dev, *victims[i], EvictReason::budget, copied_ns) ? 1 : 0;
   if (evicted == 0) return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
   return CUDA_SUCCESS;
 }
@@ -238,14 +253,14 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
 // Brings `block` back for a use on `stream`: pages mapped at its range, the
 // copy queued on the prefetch stream, `stream` made to wait for it.
 CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
-                             PrefetchReason reason) noexcept {
+                             PrefetchReason reason, bool may_evict) noexcept {
   Device& dev = *devices_[static_cast<size_t>(block.device)];
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
   collect_host_releases(dev, false);
   std::vector<PageHandle> pages;
-  CUresult r =
-      take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages, keep);
+  CUresult r = take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages,
+                          keep, may_evict);
   if (r != CUDA_SUCCESS) return r;
   try {
     dev.host_releases.reserve(dev.host_releases.size() + 1);

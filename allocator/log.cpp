@@ -24,7 +24,7 @@ const char* level_name(LogLevel level) {
   return "log";
 }
 
-constexpr size_t kLineBytes = 640;
+constexpr size_t kLineBytes = 2048;
 
 }  // namespace
 

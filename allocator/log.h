@@ -49,6 +49,11 @@ void report(fmt::format_string<Args...> format, Args&&... args) noexcept {
 }
 
 template <typename... Args>
+void info(fmt::format_string<Args...> format, Args&&... args) noexcept {
+  emit(LogLevel::info, format, std::forward<Args>(args)...);
+}
+
+template <typename... Args>
 void warn(fmt::format_string<Args...> format, Args&&... args) noexcept {
   emit(LogLevel::warn, format, std::forward<Args>(args)...);
 }

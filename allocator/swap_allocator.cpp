@@ -13,23 +13,6 @@
 #include "allocator/swap_internal.h"
 
 namespace cuswap {
-namespace {
-
-// Publishes the holder's lock for wait_for_room() while it is held.
-class Holding {
- public:
-  Holding(std::unique_lock<std::mutex>*& slot, std::unique_lock<std::mutex>& lock) : slot_(slot) {
-    slot_ = &lock;
-  }
-  ~Holding() { slot_ = nullptr; }
-  Holding(const Holding&) = delete;
-  Holding& operator=(const Holding&) = delete;
-
- private:
-  std::unique_lock<std::mutex>*& slot_;
-};
-
-}  // namespace
 
 std::string format_stats(const SwapStats& stats) {
   std::string out;
@@ -49,7 +32,9 @@ Allocator::~Allocator() {
   // freed here, and the stash gives its pinned memory back.
   for (auto& [base, block] : blocks_) {
     release_event(block->last_use);
-    for (SharedEvent*& wait : block->waits.events) release_event(wait);
+    release_event(block->evict_copy);
+    for (SharedEvent*& wait : block->waits.events)
+      release_event(wait);
     delete block;
   }
   for (auto& dev : devices_) {
@@ -63,7 +48,8 @@ Allocator::~Allocator() {
         release_event(slot.after);
         release_event(slot.pending);
       }
-    for (HostRelease& release : dev->host_releases) release_event(release.after);
+    for (HostRelease& release : dev->host_releases)
+      release_event(release.after);
   }
   for (auto& dev : devices_) {
     if (!dev) continue;
@@ -299,6 +285,9 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   std::unique_ptr<Block> owned(block);
   Device& dev = *devices_[static_cast<size_t>(block->device)];
   ScopedContext scope(driver_, dev.context);
+  // The copy of a planned eviction still reads the range: the next owner
+  // waits for it (Note [Planned moves]).
+  if (block->evict_copy) cancel_eviction(dev, *block, nullptr);
   // What the next owner must wait for: the free's place in its stream, or
   // the last use this allocator saw.
   SharedEvent* after = nullptr;
@@ -406,6 +395,7 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
     // device and stay there (Note [Eviction keeps the address mapped]).
     for (auto& [base, block] : blocks_) {
       Device& dev = *devices_[static_cast<size_t>(block->device)];
+      if (block->evict_copy) cancel_eviction(dev, *block, stream);
       if (dev.host_vmm || block->small) continue;
       mark_escaped(*block);
       if (block->residency == Residency::evicted) {
@@ -419,10 +409,11 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
   for (Block* block : keep) {
     block->last_tick = ++tick_;
     if (use.escapes) mark_escaped(*block);
+    if (block->evict_copy)
+      cancel_eviction(*devices_[static_cast<size_t>(block->device)], *block, stream);
     if (block->residency == Residency::evicted) {
       ++stats_.evicted_accesses;
-      if (CUresult r = prefetch(*block, stream, keep, PrefetchReason::on_demand);
-          r != CUDA_SUCCESS)
+      if (CUresult r = prefetch(*block, stream, keep, PrefetchReason::on_demand); r != CUDA_SUCCESS)
         return r;
     }
     bool waited = false;

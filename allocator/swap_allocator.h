@@ -139,6 +139,17 @@ class Allocator {
   // use is queued (Note [Pinned uses]).
   void finish(CUstream stream, const UseBuffers& use, CUresult result) noexcept;
 
+  // Planned moves (Note [Planned moves], allocator/planned_moves.cpp).
+  // Starts copying the buffer at `base` out after its last use so far and
+  // returns without waiting; CUDA_ERROR_NOT_READY when it cannot move now
+  // (small, in use, escaped, not resident).
+  [[nodiscard]] CUresult start_eviction(uintptr_t base) noexcept;
+  // Starts bringing the evicted buffer at `base` back once `trigger` reaches
+  // this point; its next use waits for the copy. `done` (may be null) is
+  // recorded after the copy. CUDA_ERROR_NOT_READY: not evicted, or no room
+  // without evicting something.
+  [[nodiscard]] CUresult start_prefetch(uintptr_t base, CUstream trigger, CUevent done) noexcept;
+
   // The base of the buffer containing `address`, or 0.
   uintptr_t base_of(uintptr_t address) noexcept;
   // A host buffer about to be copied to the device: in stash mode, words in
@@ -187,7 +198,7 @@ class Allocator {
   // allocator/device_pages.cpp
   CUresult init_device(Device& dev, int ordinal) noexcept;
   CUresult take_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
-                      std::span<Block* const> keep) noexcept;
+                      std::span<Block* const> keep, bool may_evict = true) noexcept;
   void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
   CUresult map_pages(Device& dev, uintptr_t base,
                      const std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
@@ -203,7 +214,15 @@ class Allocator {
   CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep) noexcept;
   CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
   CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
-                    PrefetchReason reason) noexcept;
+                    PrefetchReason reason, bool may_evict = true) noexcept;
+  CUresult take_host_copy(Device& dev, Block& block) noexcept;
+  CUresult host_exhausted(Device& dev, CUresult r) noexcept;
+  void release_host_copy(Device& dev, Block& block) noexcept;
+  bool land_eviction(Device& dev, Block& block, EvictReason reason, uint64_t copied_ns) noexcept;
+
+  // allocator/planned_moves.cpp
+  bool land_evictions(Device& dev, bool wait_for_one) noexcept;
+  void cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept;
   CUresult make_resident(CUstream stream, const UseBuffers& use,
                          std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;

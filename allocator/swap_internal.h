@@ -5,6 +5,7 @@
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "allocator/host_stash.h"
@@ -53,8 +54,11 @@ struct Allocator::Block {
   // The host copy while evicted (one of the two, by mode).
   void* stash = nullptr;
   HostCopy host;
-  bool range_on_host = false;  // host.handle is mapped at base
+  bool range_on_host = false;    // host.handle is mapped at base
   uint64_t evict_queued_ns = 0;  // the observer's clock when its eviction copy was queued
+  // A planned eviction's copy while it runs (Note [Planned moves]); the
+  // block is evicting, its pages still mapped.
+  SharedEvent* evict_copy = nullptr;
 };
 
 // A large range freed and kept mapped for reuse (Note [Stream-ordered reuse]).
@@ -106,7 +110,8 @@ struct Allocator::Device {
   std::array<std::vector<SmallFree>, kSmallClasses> small_free;
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
-  std::vector<Allocator::SharedEvent*> event_pool;  // free, with their events
+  std::vector<Allocator::Block*> evicting;            // planned evictions in flight, oldest first
+  std::vector<Allocator::SharedEvent*> event_pool;    // free, with their events
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
 };
 
@@ -123,6 +128,20 @@ class ScopedContext {
   const Driver& driver_;
   bool pushed_ = false;
   CUresult status_ = CUDA_SUCCESS;
+};
+
+// Publishes the holder's lock for wait_for_room() while it is held.
+class Holding {
+ public:
+  Holding(std::unique_lock<std::mutex>*& slot, std::unique_lock<std::mutex>& lock) : slot_(slot) {
+    slot_ = &lock;
+  }
+  ~Holding() { slot_ = nullptr; }
+  Holding(const Holding&) = delete;
+  Holding& operator=(const Holding&) = delete;
+
+ private:
+  std::unique_lock<std::mutex>*& slot_;
 };
 
 inline uint64_t round_up(uint64_t value, uint64_t unit) {

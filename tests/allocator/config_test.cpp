@@ -62,6 +62,9 @@ void expect_same(const Options& a, const Options& b) {
   EXPECT_EQ(a.swap_min_bytes, b.swap_min_bytes);
   EXPECT_EQ(a.record_path.view(), b.record_path.view());
   EXPECT_EQ(a.plan_path.view(), b.plan_path.view());
+  EXPECT_EQ(a.online, b.online);
+  EXPECT_EQ(a.planner.view(), b.planner.view());
+  EXPECT_EQ(a.link.view(), b.link.view());
   EXPECT_EQ(a.log, b.log);
   EXPECT_EQ(a.stats, b.stats);
 }
@@ -180,7 +183,7 @@ TEST(ParseOptions, EveryKey) {
   Capture capture;
   const Options options = parse_options(
       " passthrough:yes , budget:[0:12GiB,1:10GiB], swap_min:2MiB,record:run.cst,"
-      "plan: my plan.txt ,log:DEBUG,stats:on",
+      "plan: my plan.txt ,online:off,planner:vdnn,link:pcie3,log:DEBUG,stats:on",
       capture.warner);
   EXPECT_TRUE(capture.lines.empty()) << capture.lines[0];
   EXPECT_TRUE(options.passthrough);
@@ -190,8 +193,20 @@ TEST(ParseOptions, EveryKey) {
   EXPECT_EQ(options.record_path.view(), "run.cst");
   EXPECT_STREQ(options.record_path.c_str(), "run.cst");
   EXPECT_EQ(options.plan_path.view(), "my plan.txt");
+  EXPECT_FALSE(options.online);
+  EXPECT_EQ(options.planner.view(), "vdnn");
+  EXPECT_EQ(options.link.view(), "pcie3");
   EXPECT_EQ(options.log, LogLevel::debug);
   EXPECT_TRUE(options.stats);
+}
+
+TEST(ParseOptions, NamesRefuseOddCharacters) {
+  Capture capture;
+  const Options options = parse_options("planner:../x,link:pcie4", capture.warner);
+  ASSERT_EQ(capture.lines.size(), 1u);
+  EXPECT_TRUE(contains(capture.lines[0], "bad value '../x' for 'planner'")) << capture.lines[0];
+  EXPECT_TRUE(options.planner.empty());
+  EXPECT_EQ(options.link.view(), "pcie4");
 }
 
 TEST(ParseOptions, EveryLogLevel) {
@@ -471,12 +486,15 @@ TEST(Describe, RoundTrips) {
   all_set.swap_min_bytes = 1536;
   ASSERT_TRUE(all_set.record_path.assign("/tmp/run 1.cst"));
   ASSERT_TRUE(all_set.plan_path.assign("C:/plans/p.json"));
+  all_set.online = false;
+  ASSERT_TRUE(all_set.planner.assign("seed"));
+  ASSERT_TRUE(all_set.link.assign("nvlink-c2c"));
   all_set.log = LogLevel::debug;
   all_set.stats = true;
   expect_round_trip(all_set);
   EXPECT_EQ(describe_to_string(all_set),
             "passthrough:true,budget:12GiB,swap_min:1536,record:/tmp/run 1.cst,"
-            "plan:C:/plans/p.json,log:debug,stats:true");
+            "plan:C:/plans/p.json,online:false,planner:seed,link:nvlink-c2c,log:debug,stats:true");
 
   Options per_device;
   per_device.budget_bytes.device[0] = 12 * GiB;

@@ -1,0 +1,174 @@
+// Copies a plan starts ahead of need (Note [Planned moves]).
+//
+// Note [Planned moves]
+// A planned eviction queues its copy out on the eviction stream after the
+// buffer's last use and returns: the host thread does not wait. The buffer
+// is evicting, its pages still mapped, until the copy is found done; then it
+// lands as any eviction does (pages back to the pool, the range onto the
+// host copy). Evictions land when room is wanted: an allocation or prefetch
+// that finds none takes the finished ones first, then waits for the oldest
+// in flight, and only then evicts anything by LRU. A use of an evicting
+// buffer calls the eviction off: the use waits for the copy (which reads
+// the bytes the use may write), the host copy goes back once the copy is
+// done, and the buffer is resident again.
+// A planned prefetch waits, on the prefetch stream, for the point the
+// trigger launch's stream has reached, so the copy starts when the device
+// gets there and not when the host, running ahead, asks. It never evicts
+// anything to make room: a prefetch that finds none after the evictions in
+// flight have landed is not started, and the use fetches it on demand.
+#include <algorithm>
+
+#include "allocator/log.h"
+#include "allocator/swap_internal.h"
+
+namespace cuswap {
+
+CUresult Allocator::start_eviction(uintptr_t base) noexcept {
+  std::unique_lock lock(mu_);
+  Holding holding(held_, lock);
+  auto it = blocks_.find(base);
+  if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
+  Block& block = *it->second;
+  if (block.small || block.pins > 0 ||
+      (block.residency != Residency::resident && block.residency != Residency::prefetching))
+    return CUDA_ERROR_NOT_READY;
+  Device& dev = *devices_[static_cast<size_t>(block.device)];
+  if (block.escaped && !dev.host_vmm) return CUDA_ERROR_NOT_READY;
+  ScopedContext scope(driver_, dev.context);
+  if (scope.status() != CUDA_SUCCESS) return scope.status();
+  (void)land_evictions(dev, false);
+  try {
+    dev.evicting.reserve(dev.evicting.size() + 1);
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (CUresult r = take_host_copy(dev, block); r != CUDA_SUCCESS) return r;
+  CUresult r = CUDA_SUCCESS;
+  for (SharedEvent* event : {block.last_use, block.waits.events[0], block.waits.events[1]}) {
+    if (event && !event->done &&
+        (r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event, 0)) != CUDA_SUCCESS)
+      break;
+  }
+  if (r == CUDA_SUCCESS) {
+    if (observer_) block.evict_queued_ns = observer_->clock_ns();
+    r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
+                                                   dev.evict_stream)
+                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.range_bytes,
+                                                   dev.evict_stream);
+  }
+  if (r != CUDA_SUCCESS) {
+    // A wait may be queued but no copy: nothing reads the host copy.
+    release_host_copy(dev, block);
+    return r;
+  }
+  SharedEvent* copied = record_event(dev, dev.evict_stream);
+  if (!copied) {
+    // Cannot tell when it is done: wait for it and land it now.
+    if (driver_.cuStreamSynchronize(dev.evict_stream) != CUDA_SUCCESS) {
+      // The copy's fate is unknown: keep the host copy out of reuse.
+      block.stash = nullptr;
+      block.host = {};
+      block.residency = Residency::resident;
+      return CUDA_ERROR_UNKNOWN;
+    }
+    (void)land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
+    return CUDA_SUCCESS;
+  }
+  block.evict_copy = copied;
+  dev.evicting.push_back(&block);  // reserved above
+  return CUDA_SUCCESS;
+}
+
+bool Allocator::land_evictions(Device& dev, bool wait_for_one) noexcept {
+  bool landed = false;
+  for (size_t i = 0; i < dev.evicting.size();) {
+    Block& block = *dev.evicting[i];
+    if (wait_for_one && !landed && block.evict_copy && !block.evict_copy->done &&
+        driver_.cuEventSynchronize(block.evict_copy->event) == CUDA_SUCCESS)
+      block.evict_copy->done = true;
+    if (!event_done(block.evict_copy)) {
+      ++i;
+      continue;
+    }
+    dev.evicting.erase(dev.evicting.begin() + static_cast<std::ptrdiff_t>(i));
+    landed |= land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
+  }
+  return landed;
+}
+
+void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept {
+  auto it = std::find(dev.evicting.begin(), dev.evicting.end(), &block);
+  if (it != dev.evicting.end()) dev.evicting.erase(it);
+  SharedEvent* copy = block.evict_copy;
+  block.evict_copy = nullptr;
+  ++stats_.evictions_cancelled;
+  if (!copy || event_done(copy)) {
+    release_host_copy(dev, block);
+    return;
+  }
+  // The host copy goes back once the copy reading into it is done; the
+  // use (or the buffer's next use) waits for the copy.
+  bool ordered = stream && driver_.cuStreamWaitEvent(stream, copy->event, 0) == CUDA_SUCCESS;
+  if (!ordered) {
+    for (SharedEvent*& wait : block.waits.events) {
+      if (wait) continue;
+      retain_event(copy);
+      wait = copy;
+      ordered = true;
+      break;
+    }
+  }
+  bool queued = false;
+  try {
+    retain_event(copy);
+    dev.host_releases.push_back(
+        {block.stash, block.stash ? block.size_bytes : 0, block.host, copy});
+    queued = true;
+  } catch (...) {
+    release_event(copy);
+  }
+  if (!ordered || !queued) (void)driver_.cuEventSynchronize(copy->event);
+  if (queued) {
+    block.stash = nullptr;
+    block.host = {};
+    block.residency = Residency::resident;
+  } else {
+    release_host_copy(dev, block);
+  }
+  release_event(copy);
+}
+
+CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent done) noexcept {
+  std::unique_lock lock(mu_);
+  Holding holding(held_, lock);
+  auto it = blocks_.find(base);
+  if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
+  Block& block = *it->second;
+  Device& dev = *devices_[static_cast<size_t>(block.device)];
+  ScopedContext scope(driver_, dev.context);
+  if (scope.status() != CUDA_SUCCESS) return scope.status();
+  if (block.residency == Residency::evicting && block.evict_copy) {
+    cancel_eviction(dev, block, nullptr);  // never left: nothing to bring back
+    return CUDA_ERROR_NOT_READY;
+  }
+  if (block.residency != Residency::evicted) return CUDA_ERROR_NOT_READY;
+  (void)land_evictions(dev, false);
+  if (trigger) {
+    SharedEvent* reached = record_event(dev, trigger);
+    if (reached) {
+      CUresult r = driver_.cuStreamWaitEvent(dev.prefetch_stream, reached->event, 0);
+      release_event(reached);
+      if (r != CUDA_SUCCESS) return r;
+    }
+  }
+  Block* keep[] = {&block};
+  CUresult r = prefetch(block, dev.prefetch_stream, keep, PrefetchReason::planned,
+                        /*may_evict=*/false);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) return CUDA_ERROR_NOT_READY;  // the use fetches it
+  if (r != CUDA_SUCCESS) return r;
+  ++stats_.prefetches_planned;
+  if (done) (void)driver_.cuEventRecord(done, dev.prefetch_stream);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace cuswap
