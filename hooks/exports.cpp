@@ -10,6 +10,10 @@
 #include "cuswap/cuswap.h"
 #include "hooks/handlers.h"
 
+#include <string>
+
+#include <fmt/format.h>
+
 namespace cuswap::hooks {
 
 const char* const kHookNames[kHookCount] = {
@@ -60,6 +64,32 @@ CUSWAP_API void cuswap_iteration_begin(void) {
     cuswap::hooks::poll_timings(*rt);
     r->record_iteration();
   }
+  if (rt->follow) rt->follow->iteration_mark();
+}
+
+CUSWAP_API const char* cuswap_stats_json(void) {
+  // One string per thread, valid until the thread's next call.
+  thread_local std::string json;
+  cuswap::hooks::Runtime* rt = cuswap::hooks::runtime();
+  try {
+    if (!rt || !rt->allocator || !rt->follow) {
+      json = "{}";
+      if (rt && rt->allocator) {
+        const cuswap::SwapStats s = rt->allocator->stats();
+        json = "{";
+#define CUSWAP_SWAP_STAT_JSON(name, description) \
+  json += fmt::format("{}\"{}\": {}", json.size() > 1 ? ", " : "", #name, s.name);
+        CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_JSON)
+#undef CUSWAP_SWAP_STAT_JSON
+        json += "}";
+      }
+    } else {
+      json = rt->follow->stats_json();
+    }
+  } catch (...) {
+    return "{}";
+  }
+  return json.c_str();
 }
 
 CUSWAP_API const char* cuswap_version(void) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "allocator/log.h"
+#include "policy/plan.h"
 
 #ifndef CUSWAP_VERSION
 #error "CUSWAP_VERSION must be defined by the build"
@@ -61,9 +62,11 @@ void on_exit() {
       counters.push_back({"launches and prefetches timed", timer->timed()});
       counters.push_back({"launches and prefetches not timed", timer->untimed()});
     }
-    if (rt->options.stats)
+    if (rt->options.stats) {
       for (const trace::Counter& c : counters)
         log::report("stats: {} = {}", c.name, c.value);
+      if (rt->follow) log::write_report_line("stats: plan " + rt->follow->stats_json());
+    }
     if (trace::Recorder* r = recorder_of(*rt)) r->close(counters);
   } catch (...) {
     // Exiting: nothing more to do.
@@ -110,11 +113,23 @@ void initialise() {
     rt->driver.load(handle, cuswap_real_dlsym);
     build_real_to_hook(*rt);
     rt->passthrough.store(options.passthrough);
+    if (!options.passthrough && !has_budget(options) && !options.plan_path.empty()) {
+      // A plan without a budget: the plan's own (checked again at cuInit).
+      policy::Plan plan;
+      std::string error;
+      if (policy::read_plan_file(options.plan_path.c_str(), plan, error) && plan.budget_bytes > 0)
+        options.budget_bytes.all = plan.budget_bytes;
+      rt->options = options;
+    }
     if (!options.passthrough && has_budget(options)) {
       AllocatorSettings settings;
       settings.budget_bytes = options.budget_bytes;
       settings.swap_min_bytes = options.swap_min_bytes;
       rt->allocator = std::make_unique<Allocator>(rt->driver, settings);
+      rt->follow = std::make_unique<PlanFollow>(rt->driver, *rt->allocator, options);
+    } else if (!options.plan_path.empty() && !options.passthrough) {
+      log::error("plan {}: no budget set and none in the plan; not following it",
+                 options.plan_path.view());
     }
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(on_exit);
@@ -208,6 +223,7 @@ void note_alloc(Runtime& rt, uintptr_t address, uint64_t size_bytes, uint64_t st
     }
     if (trace::Recorder* r = recorder_of(rt))
       r->record_alloc(id, address, size_bytes, stream, current_device(rt), kind);
+    if (rt.follow) rt.follow->on_alloc(id, address, size_bytes);
   } catch (...) {
     rt.latch_passthrough("recording an allocation");
   }
@@ -227,10 +243,12 @@ void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult r
                  uint64_t stream, trace::FreeKind kind) noexcept {
   if (!buffer) return;
   try {
-    if (result != CUDA_SUCCESS)
+    if (result != CUDA_SUCCESS) {
       rt.buffers.insert(*buffer);  // still live
-    else if (trace::Recorder* r = recorder_of(rt))
-      r->record_free(buffer->id, stream, kind);
+      return;
+    }
+    if (trace::Recorder* r = recorder_of(rt)) r->record_free(buffer->id, stream, kind);
+    if (rt.follow) rt.follow->on_free(buffer->id);
   } catch (...) {
     rt.latch_passthrough("recording a free");
   }
@@ -266,7 +284,13 @@ CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream, void** 
     buffers.bases = {use.touched.bases, use.touched.count};
     buffers.unknown = use.touched.unknown;
     buffers.escapes = use.kernel && is_nccl_kernel(*use.kernel);
-    if (CUresult r = rt.allocator->prepare(stream, buffers); r != CUDA_SUCCESS) return r;
+    if (rt.follow) rt.follow->before_launch(use.kernel, stream, use.touched);
+    CUresult r = rt.allocator->prepare(stream, buffers);
+    if (r != CUDA_SUCCESS) {
+      if (rt.follow) rt.follow->after_launch(stream, r);
+      return r;
+    }
+    if (rt.follow) rt.follow->launch_prepared(stream);
   }
   // After prepare(): a wait for a prefetch is not the kernel's time.
   if (DeviceTimer* timer = rt.timer.load(std::memory_order_acquire))
@@ -277,6 +301,7 @@ CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream, void** 
 void end_launch(Runtime& rt, CUstream stream, uint64_t stream_value, const Use& use,
                 CUresult result) noexcept {
   if (rt.allocator) rt.allocator->finish(stream, {{use.touched.bases, use.touched.count}}, result);
+  if (rt.follow) rt.follow->after_launch(stream, result);
   DeviceTimer* timer = rt.timer.load(std::memory_order_acquire);
   trace::Recorder* r = recorder_of(rt);
   if (result != CUDA_SUCCESS || !r) {
@@ -345,7 +370,22 @@ void note_vmm(Runtime& rt, trace::VmmOp op, uintptr_t address, uint64_t size_byt
   if (trace::Recorder* r = recorder_of(rt)) r->record_vmm(op, address, size_bytes, handle);
 }
 
+namespace {
+
+void load_plan(Runtime& rt) noexcept {
+  static std::atomic<bool> loaded{false};
+  if (!rt.follow || rt.options.plan_path.empty() || loaded.exchange(true)) return;
+  std::string error;
+  if (!rt.follow->load_plan(rt.options.plan_path.c_str(), error)) {
+    log::error("{}; not following it, evicting only when memory runs out", error);
+    rt.follow.reset();
+  }
+}
+
+}  // namespace
+
 void open_recorder(Runtime& rt) noexcept {
+  load_plan(rt);
   if (rt.options.record_path.empty() || rt.passthrough.load() || rt.recorder_opened.exchange(true))
     return;
   try {

@@ -26,6 +26,7 @@
 #include "allocator/swap_allocator.h"
 #include "hooks/counters.h"
 #include "hooks/device_timer.h"
+#include "hooks/plan_follow.h"
 #include "hooks/swap_recording.h"
 #include "tracer/recorder.h"
 
@@ -70,6 +71,8 @@ struct Runtime {
   // The swapping allocator, when a budget is set (`budget:`); without one
   // cuswap only observes.
   std::unique_ptr<Allocator> allocator;
+  // With an allocator: the plan it follows (`plan:`) or makes (`online:`).
+  std::unique_ptr<PlanFollow> follow;
   CallCounters calls;
   std::atomic<uint64_t> procaddress_answered{0};  // cuGetProcAddress answers given a hook
   std::atomic<uint64_t> dlsym_answered{0};        // dlsym answers given a hook
@@ -136,7 +139,7 @@ void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult r
 struct Use {
   TouchedBuffers touched;
   KernelInfo* kernel = nullptr;
-  uint8_t flags = 0;                      // trace::kLaunch*
+  uint8_t flags = 0;                    // trace::kLaunch*
   DeviceTimer::Pair* timing = nullptr;  // a launch being timed
 };
 [[nodiscard]] CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream,
@@ -154,7 +157,8 @@ void note_vmm(Runtime& rt, trace::VmmOp op, uintptr_t address, uint64_t size_byt
               uint64_t handle) noexcept;
 
 // Opens the recorder (once, if `record:` is set) after the driver is
-// initialised, so the trace's header can name the devices.
+// initialised, so the trace's header can name the devices; and reads the
+// plan (`plan:`), which names a device.
 void open_recorder(Runtime& rt) noexcept;
 
 // Resolves the device timings that are complete (never waits): at

@@ -15,6 +15,15 @@ extern "C" {
  * the driver is initialised (cuInit) are not recorded: the trace opens then. */
 CUSWAP_API void cuswap_iteration_begin(void);
 
+/* The counters so far as one JSON object: the swapping allocator's
+ * (evictions, prefetches, prefetches_on_demand, prefetches_planned,
+ * bytes_to_host, bytes_to_device, ...), and when a plan is followed or made
+ * online, "iterations", "following", "last_iteration" {prefetches_planned,
+ * prefetches_on_demand, late_prefetches, late_ns, evictions, bytes_to_host,
+ * bytes_to_device}. "{}" without a budget. The string belongs to the calling
+ * thread and stays valid until its next call. */
+CUSWAP_API const char* cuswap_stats_json(void);
+
 /* "MAJOR.MINOR.PATCH" of the loaded libcuswap.so. */
 CUSWAP_API const char* cuswap_version(void);
 

@@ -1,0 +1,62 @@
+// Online planning (Note [Following a plan], hooks/plan_follow.h): one
+// iteration recorded in runtime identities, planned on a background thread
+// with the planner the CLI uses, handed to PlanFollow as a follower.
+// Every call is made with PlanFollow's lock held.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator/config.h"
+#include "allocator/driver.h"
+#include "allocator/kernel_params.h"
+#include "policy/follower.h"
+
+namespace cuswap::hooks {
+
+class PlanFollow;
+
+class OnlinePlanning {
+ public:
+  OnlinePlanning(const Driver& driver, const conf::Options& options, PlanFollow& owner);
+  ~OnlinePlanning();
+  OnlinePlanning(const OnlinePlanning&) = delete;
+  OnlinePlanning& operator=(const OnlinePlanning&) = delete;
+
+  // Called at each iteration's start while no plan is followed: starts
+  // recording (from the second iteration: the first has start-up work),
+  // or hands a recorded one to the planner.
+  void begin_iteration(uint64_t iteration, std::span<const policy::PlanFollower::LiveBuffer> live);
+  void on_alloc(uint64_t id, uint64_t size_bytes);
+  void on_free(uint64_t id);
+  void on_launch(std::string_view kernel, const TouchedBuffers& touched);
+  void launch_started(CUstream stream);
+  void launch_ended(CUstream stream, CUresult result);
+
+  // The planner's answer came (PlanFollow::adopt); `gave_up`: do not try again.
+  void planning_done(bool gave_up);
+
+  // What a recorded iteration holds (online_plan.cpp).
+  struct Recording;
+
+ private:
+  void hand_to_planner();
+
+  const Driver& driver_;
+  conf::Options options_;
+  PlanFollow& owner_;
+  std::unique_ptr<Recording> recording_;      // while recording
+  bool planning_ = false;                     // a recording is with the planner
+  bool gave_up_ = false;                      // planning failed: stay reactive
+  std::shared_ptr<std::atomic<bool>> alive_;  // the planner thread's way to tell we are gone
+};
+
+}  // namespace cuswap::hooks
