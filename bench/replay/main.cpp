@@ -134,6 +134,8 @@ int main(int argc, char** argv) {
                  "The folder of simcuda's libcuda.so.1 (default: $CUSWAP_REPLAY_SIMCUDA, the "
                  "build tree)");
   app.add_flag("--real-driver", o.real_driver, "Use the system's libcuda.so.1 (a real GPU)");
+  app.add_flag("--host-vmm", o.host_vmm,
+               "Let simcuda offer host-located virtual memory (Note [Replay eviction mode])");
   app.add_flag("--child", child, "(internal) run one replay in this process")->group("");
   cli::add_policy_options(&app, o.policy_args);
   try {

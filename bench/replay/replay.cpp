@@ -85,6 +85,7 @@ bool prepare(const ReplayOptions& o, double batch_scale, Prepared& p, std::strin
       return false;
     }
   }
+  p.host_vmm = o.host_vmm;
   p.shim = locate(o.shim, "CUSWAP_REPLAY_SHIM", "hooks/libcuswap.so");
   return true;
 }
@@ -95,6 +96,7 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
   out.env.simcuda_dir = p.simcuda_dir;
   out.env.device_memory_bytes = p.device_memory_bytes;
   out.env.link = p.loaded.request.link;
+  out.env.host_vmm = p.host_vmm;
   if (policy == "none") return true;
   if (p.shim.empty() || !exists(p.shim)) {
     error = fmt::format("--policy {}: libcuswap.so not found{} (give --shim or CUSWAP_REPLAY_SHIM)",
@@ -175,6 +177,7 @@ RunResult run_infinite(const ReplayOptions& o, const Prepared& p) {
   ChildEnv env;
   env.simcuda_dir = p.simcuda_dir;
   env.link = p.loaded.request.link;
+  env.host_vmm = p.host_vmm;
   uint64_t all = 64 * kMiB;
   for (const policy::WorkTensor& t : p.loaded.workload.tensors)
     all += charged_bytes(t.size_bytes);

@@ -272,7 +272,12 @@ class Replay {
                                   launch_.tensors, launch_.writes,
                                   static_cast<uint64_t>(std::max<int64_t>(0, launch_.duration_ns)));
         if (r != CUDA_SUCCESS) {
-          fail(fmt::format("launch {} failed: {}", at_op(op), d_.error_name(r)));
+          uint64_t op_bytes = 0;
+          for (uint32_t t : launch_.tensors)
+            op_bytes += w_.tensors[t].size_bytes;
+          fail(fmt::format("launch {} failed: {} (its {} buffers {} bytes; {} bytes live)",
+                           at_op(op), d_.error_name(r), launch_.tensors.size(), op_bytes,
+                           used_bytes_));
           return false;
         }
       }
