@@ -26,5 +26,6 @@ Command add_plan(CLI::App& app);      // cli/plan.cpp
 Command add_simulate(CLI::App& app);  // cli/simulate.cpp
 Command add_compare(CLI::App& app);   // cli/compare.cpp
 Command add_export(CLI::App& app);    // cli/export.cpp
+Command add_replay(CLI::App& app);    // cli/replay.cpp
 
 }  // namespace cuswap::cli

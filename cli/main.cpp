@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", CUSWAP_VERSION);
   const std::vector<Command> commands = {add_inspect(app), add_plan(app), add_simulate(app),
-                                         add_compare(app), add_export(app)};
+                                         add_compare(app), add_export(app),
+                                         add_replay(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,154 @@
+// cuswap-replay: a trace driven through the CUDA driver API for a number of
+// iterations, on simcuda or a GPU, with or without cuswap (docs/replay.md).
+// The parent process never calls the driver: each replay runs in a child
+// (this executable with --child) whose environment picks the driver and
+// the policy, so one run can compare several.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench/replay/replay.h"
+#include "cli/commands.h"
+#include "policy/bounds.h"
+
+namespace cuswap::bench {
+
+namespace {
+
+std::string opt_json(const std::optional<int64_t>& v) {
+  return v ? fmt::format("{}", *v) : "null";
+}
+
+int child_main(const ReplayOptions& o) {
+  cli::Loaded loaded;
+  std::string error;
+  cli::PolicyArgs args = o.policy_args;
+  args.budget.clear();
+  RunResult r;
+  if (!cli::load(o.trace, args, loaded, error)) {
+    r.error = error;
+  } else {
+    if (o.batch_scale != 1.0) {
+      scale_batch(loaded.workload, o.batch_scale);
+      loaded.workload.index();
+    }
+    const Schedule schedule = build_schedule(loaded.workload, loaded.request.time_scale);
+    r = run_replay(loaded.workload, schedule, {o.iterations, 0});
+  }
+  std::fputs(format_result(r).c_str(), stdout);
+  return r.completed ? cli::kExitOk : cli::kExitFailed;
+}
+
+int parent_main(const ReplayOptions& o) {
+  Prepared p;
+  std::string error;
+  if (!prepare(o, o.batch_scale, p, error)) {
+    fmt::print(stderr, "cuswap-replay: error: {}\n", error);
+    return cli::kExitBadInput;
+  }
+  PolicyRun run;
+  if (!prepare_policy(p, o.policy, run, error)) {
+    fmt::print(stderr, "cuswap-replay: error: {}\n", error);
+    return cli::kExitBadInput;
+  }
+  const RunResult r = run_policy(o, p, run);
+  const RunResult inf = run_infinite(o, p);
+  policy::SimOptions sim = policy::sim_options(p.loaded.request);
+  const policy::Bounds bounds = policy::lower_bounds(p.loaded.workload, sim);
+  const std::optional<int64_t> ns = median_steady_ns(r), inf_ns = median_steady_ns(inf);
+  const bool ok = r.completed && r.integrity_errors == 0 && r.hazards == 0;
+  std::string each;
+  for (int64_t v : r.iteration_ns)
+    each += fmt::format("{}{}", each.empty() ? "" : ", ", v);
+  if (o.json) {
+    fmt::print(
+        "{{\n  \"trace\": {},\n  \"policy\": {},\n  \"completed\": {},\n  \"error\": {},\n"
+        "  \"iterations\": {},\n  \"iteration_ns\": {},\n  \"iteration_ns_each\": [{}],\n"
+        "  \"virtual_time\": {},\n  \"infinite_memory_ns\": {},\n  \"lower_bound_ns\": {},\n"
+        "  \"predicted_ns\": {},\n  \"h2d_bytes\": {},\n  \"d2h_bytes\": {},\n"
+        "  \"integrity_errors\": {},\n  \"hazards\": {},\n  \"peak_device_bytes\": {},\n"
+        "  \"prefetches_on_demand\": {},\n  \"cuswap_stats\": {},\n  \"device_memory_bytes\": {},\n"
+        "  \"budget_bytes\": {},\n  \"workload_peak_bytes\": {},\n  \"link\": {},\n"
+        "  \"time_scale\": {},\n  \"batch_scale\": {},\n  \"driver\": {}\n}}\n",
+        cli::json_string(o.trace), cli::json_string(o.policy), r.completed ? "true" : "false",
+        r.error.empty() ? "null" : cli::json_string(r.error), o.iterations, opt_json(ns), each,
+        r.virtual_time ? "true" : "false", opt_json(inf_ns), bounds.problem_ns,
+        opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.integrity_errors, r.hazards,
+        r.peak_device_bytes, r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "null",
+        r.cuswap_stats ? "true" : "false", p.device_memory_bytes, p.budget_bytes, p.peak_bytes,
+        cli::json_string(p.loaded.request.link.name), p.loaded.request.time_scale, p.batch_scale,
+        cli::json_string(p.simcuda_dir.empty() ? "system" : "simcuda"));
+  } else {
+    fmt::print("{}: {} ops, {} tensors, peak {} (batch scale {})\n", o.trace,
+               p.loaded.workload.ops.size(), p.loaded.workload.tensors.size(),
+               cli::human_bytes(p.peak_bytes), p.batch_scale);
+    fmt::print("device memory {}, budget {}, link {}, policy {}, {} iterations on {}\n",
+               cli::human_bytes(p.device_memory_bytes), cli::human_bytes(p.budget_bytes),
+               p.loaded.request.link.name, o.policy, o.iterations,
+               p.simcuda_dir.empty() ? "the system's driver" : "simcuda");
+    if (r.completed)
+      fmt::print("completed: iteration {} (steady-state median; each: {})\n",
+                 ns ? cli::human_ns(*ns) : "-", each);
+    else
+      fmt::print("failed: {}\n", r.error);
+    fmt::print("infinite memory {}, lower bound {}{}\n", inf_ns ? cli::human_ns(*inf_ns) : "-",
+               cli::human_ns(bounds.problem_ns),
+               run.predicted_ns ? ", predicted " + cli::human_ns(*run.predicted_ns) : "");
+    fmt::print("per iteration: {} to the device, {} to the host, {} prefetches on demand\n",
+               cli::human_bytes(r.h2d_bytes), cli::human_bytes(r.d2h_bytes),
+               r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "unknown");
+    fmt::print("integrity errors {}, hazards {}, peak device {}\n", r.integrity_errors, r.hazards,
+               cli::human_bytes(r.peak_device_bytes));
+  }
+  return ok ? cli::kExitOk : cli::kExitFailed;
+}
+
+}  // namespace
+
+}  // namespace cuswap::bench
+
+int main(int argc, char** argv) {
+  using namespace cuswap;
+  bench::ReplayOptions o;
+  bool child = false;
+  CLI::App app{"cuswap-replay: drive a trace through the CUDA driver API (docs/replay.md)",
+               "cuswap-replay"};
+  app.add_option("trace", o.trace, "The trace (any format `cuswap simulate` reads)")->required();
+  app.add_option("--device-memory", o.device_memory,
+                 "simcuda's device memory (default: the workload's peak x 1.25)");
+  app.add_option("--policy", o.policy,
+                 "none, reactive, online, plan:FILE or a planner: " + policy::planner_names())
+      ->capture_default_str();
+  app.add_option("--batch-scale", o.batch_scale,
+                 "Scale the tensors that live within the iteration and the op durations")
+      ->capture_default_str();
+  app.add_option("--iterations", o.iterations, "Iterations to run")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  app.add_flag("--json", o.json, "Print one JSON object");
+  app.add_flag("--max-batch", o.max_batch,
+               "The largest batch scale each policy completes at this device memory");
+  app.add_option("--shim", o.shim, "libcuswap.so (default: $CUSWAP_REPLAY_SHIM, the build tree)");
+  app.add_option("--simcuda", o.simcuda_dir,
+                 "The folder of simcuda's libcuda.so.1 (default: $CUSWAP_REPLAY_SIMCUDA, the "
+                 "build tree)");
+  app.add_flag("--real-driver", o.real_driver, "Use the system's libcuda.so.1 (a real GPU)");
+  app.add_flag("--host-vmm", o.host_vmm,
+               "Let simcuda offer host-located virtual memory (Note [Replay eviction mode])");
+  app.add_flag("--child", child, "(internal) run one replay in this process")->group("");
+  cli::add_policy_options(&app, o.policy_args);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? cli::kExitOk : cli::kExitBadInput;
+  }
+  try {
+    if (child) return bench::child_main(o);
+    if (o.max_batch) return bench::run_max_batch(o);
+    return bench::parent_main(o);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "cuswap-replay: error: {}\n", e.what());
+    return cli::kExitFailed;
+  }
+}

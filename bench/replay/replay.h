@@ -1,0 +1,70 @@
+// The replay benchmark's parent side: a trace made into a workload and a
+// schedule, a policy made into a child's environment (and, for plans, a
+// plan file in the shim's runtime identities), and the report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "bench/replay/run.h"
+#include "bench/replay/schedule.h"
+#include "bench/replay/spawn.h"
+#include "cli/policy_common.h"
+
+namespace cuswap::bench {
+
+struct ReplayOptions {
+  std::string trace;
+  std::string device_memory;  // SIZE; "": the workload's peak x 1.25, MiB up
+  std::string policy = "none";
+  double batch_scale = 1.0;
+  uint32_t iterations = 4;
+  bool json = false;
+  bool max_batch = false;
+  std::string shim;         // libcuswap.so; "": next to the build tree, or $CUSWAP_REPLAY_SHIM
+  std::string simcuda_dir;  // simcuda's libcuda.so.1; "": the build tree or $CUSWAP_REPLAY_SIMCUDA
+  bool real_driver = false;  // the system's libcuda.so.1, not simcuda
+  bool host_vmm = false;     // Note [Replay eviction mode]
+  cli::PolicyArgs policy_args;  // --budget, --link, --time-scale, --device, --iteration
+};
+
+// A trace ready to replay at one batch scale.
+struct Prepared {
+  cli::Loaded loaded;  // workload (batch-scaled) and request (budget, link, time scale)
+  Schedule schedule;
+  uint64_t peak_bytes = 0;
+  uint64_t device_memory_bytes = 0;
+  uint64_t budget_bytes = 0;
+  double batch_scale = 1.0;
+  std::string shim, simcuda_dir;
+  bool host_vmm = false;
+};
+
+// Loads and scales; false with one line (naming the file or option) in `error`.
+[[nodiscard]] bool prepare(const ReplayOptions& o, double batch_scale, Prepared& out,
+                           std::string& error);
+
+struct PolicyRun {
+  ChildEnv env;
+  std::optional<int64_t> predicted_ns;
+  std::string plan_file;  // a temporary file to remove after the run
+};
+
+// The environment of one policy: none, reactive, online, plan:FILE or a
+// planner's name. false with one line in `error` (bad input).
+[[nodiscard]] bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out,
+                                  std::string& error);
+
+// The child's arguments for the prepared trace.
+std::vector<std::string> child_args(const ReplayOptions& o, double batch_scale);
+
+// Runs one policy and the infinite-memory run.
+RunResult run_policy(const ReplayOptions& o, const Prepared& p, const PolicyRun& run);
+RunResult run_infinite(const ReplayOptions& o, const Prepared& p);
+
+std::optional<int64_t> median_steady_ns(const RunResult& r);
+
+int run_max_batch(const ReplayOptions& o);  // bench/replay/max_batch.cpp
+
+}  // namespace cuswap::bench

@@ -1,0 +1,375 @@
+// One replay in this process (bench/replay/run.h).
+#include "bench/replay/run.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "bench/replay/driver.h"
+#include "bench/replay/pattern.h"
+#include "bench/replay/sim_kernels.h"
+
+namespace cuswap::bench {
+
+namespace {
+
+constexpr uint32_t kBeforeFirst = UINT32_MAX;  // the iteration of what setup writes
+
+// The GPU kernels (kernels.cu, built by nvcc when the toolkit has it) lie
+// beside the executable; simcuda takes any image.
+std::string kernel_image(const Driver& d, std::string& error) {
+  if (d.simulated()) return "cuswap replay kernels (simcuda host functions)";
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  const std::string path = dir + "cuswap_replay_kernels.fatbin";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = fmt::format("{}: cannot read the GPU kernels (built only where nvcc is found)", path);
+    return "";
+  }
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Bytes the driver charges for an allocation (simcuda's rounding, close to
+// a GPU's): 512-byte units under 1 MiB, 2 MiB pages above.
+uint64_t charged_bytes(uint64_t size) {
+  const uint64_t unit = size < (1ull << 20) ? 512 : (2ull << 20);
+  return (size + unit - 1) / unit * unit;
+}
+
+// A counter from cuswap_stats_json's object, 0 when absent.
+double stats_counter(const char* json, const char* key) {
+  if (!json) return 0;
+  const std::string quoted = fmt::format("\"{}\"", key);
+  const char* at = std::strstr(json, quoted.c_str());
+  if (!at) return 0;
+  at = std::strchr(at + quoted.size(), ':');
+  return at ? std::strtod(at + 1, nullptr) : 0;
+}
+
+class Replay {
+ public:
+  Replay(const policy::Workload& w, const Schedule& s, const RunOptions& o, RunResult& r)
+      : w_(w), s_(s), o_(o), r_(r), ptr_(w.tensors.size(), 0), seed_(w.tensors.size(), 0) {}
+
+  void run() {
+    std::string error;
+    if (!open_driver(d_, error)) return fail(error);
+    r_.cuswap = d_.cuswap_iteration_begin != nullptr;
+    r_.cuswap_stats = d_.cuswap_stats_json != nullptr;
+    r_.virtual_time = d_.simulated();
+    if (!start()) return;
+    if (!setup()) return;
+    simcuda_stats first{}, last{};
+    double first_counters[3] = {}, last_counters[3] = {};
+    for (uint32_t it = 0; it < o_.iterations; ++it) {
+      if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return;
+      simcuda_stats before = stats();
+      const auto wall0 = std::chrono::steady_clock::now();
+      pending_bytes_ = 0;
+      if (d_.cuswap_iteration_begin) d_.cuswap_iteration_begin();
+      if (!iteration(it)) return;
+      if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return;
+      pending_bytes_ = 0;
+      simcuda_stats after = stats();
+      const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - wall0)
+                               .count();
+      r_.iteration_ns.push_back(d_.simulated()
+                                    ? static_cast<int64_t>(after.virtual_ns - before.virtual_ns)
+                                    : wall_ns);
+      double* counters = it == 0 ? first_counters : last_counters;
+      const char* json = d_.cuswap_stats_json ? d_.cuswap_stats_json() : nullptr;
+      counters[0] = stats_counter(json, "prefetches_on_demand");
+      counters[1] = stats_counter(json, "prefetches");
+      counters[2] = stats_counter(json, "evictions");
+      // The steady state is every iteration but the first (the first alone
+      // when it is the only one).
+      if (it == 0) first = o_.iterations > 1 ? after : before;
+      last = after;
+    }
+    const double steady = o_.iterations > 1 ? o_.iterations - 1 : 1;
+    r_.h2d_bytes = static_cast<uint64_t>(static_cast<double>(last.h2d_bytes - first.h2d_bytes) / steady);
+    r_.d2h_bytes = static_cast<uint64_t>(static_cast<double>(last.d2h_bytes - first.d2h_bytes) / steady);
+    if (o_.iterations == 1) first_counters[0] = first_counters[1] = first_counters[2] = 0;
+    r_.prefetches_on_demand = (last_counters[0] - first_counters[0]) / steady;
+    r_.prefetches = (last_counters[1] - first_counters[1]) / steady;
+    r_.evictions = (last_counters[2] - first_counters[2]) / steady;
+    r_.completed = r_.error.empty();
+  }
+
+  // What is known even after a failure.
+  void finish() {
+    if (!d_.cuStreamSynchronize || !stream_) return;
+    uint64_t mismatches = 0;
+    if (d_.cuStreamSynchronize(stream_) == CUDA_SUCCESS &&
+        d_.cuMemcpyDtoH(&mismatches, counter_, sizeof mismatches) == CUDA_SUCCESS)
+      r_.integrity_errors = mismatches;
+    simcuda_stats end = stats();
+    r_.hazards = end.hazards;
+    r_.peak_device_bytes = end.peak_device_bytes;
+  }
+
+ private:
+  void fail(const std::string& error) {
+    if (r_.error.empty()) r_.error = error;
+  }
+  bool check(CUresult r, const char* what) {
+    if (r == CUDA_SUCCESS) return true;
+    fail(fmt::format("{} failed: {}", what, d_.error_name(r)));
+    return false;
+  }
+  simcuda_stats stats() const {
+    simcuda_stats s{};
+    if (d_.simcuda_get_stats) d_.simcuda_get_stats(&s);
+    return s;
+  }
+
+  bool start() {
+    CUdevice dev = 0;
+    CUcontext ctx = nullptr;
+    if (!check(d_.cuInit(0), "cuInit") || !check(d_.cuDeviceGet(&dev, o_.device), "cuDeviceGet") ||
+        !check(d_.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain") ||
+        !check(d_.cuCtxSetCurrent(ctx), "cuCtxSetCurrent"))
+      return false;
+    if (d_.simulated() && !check(register_sim_kernels(d_), "simcuda_register_kernel")) return false;
+    std::string error;
+    const std::string image = kernel_image(d_, error);
+    if (image.empty()) {
+      fail(error);
+      return false;
+    }
+    CUmodule module = nullptr;
+    if (!check(d_.cuModuleLoadData(&module, image.data()), "cuModuleLoadData")) return false;
+    for (uint32_t slots : kVariantSlots) {
+      const std::string name = variant_name(slots);
+      if (!check(d_.cuModuleGetFunction(&kernels_[index_of(slots)], module, name.c_str()),
+                 "cuModuleGetFunction"))
+        return false;
+    }
+    if (!check(d_.cuModuleGetFunction(&init_, module, kInitKernel), "cuModuleGetFunction"))
+      return false;
+    if (!check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) return false;
+    // The counter first: rank 0 of what is live at every mark (Note [Replay
+    // runtime identities]).
+    if (!check(d_.cuMemAlloc(&counter_, sizeof(uint64_t)), "cuMemAlloc of the counter") ||
+        !check(d_.cuMemsetD8(counter_, 0, sizeof(uint64_t)), "cuMemsetD8") ||
+        !check(d_.cuCtxSynchronize(), "cuCtxSynchronize"))
+      return false;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (!check(d_.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo")) return false;
+    free_at_start_ = free_bytes;
+    return true;
+  }
+
+  static size_t index_of(uint32_t slots) {
+    for (size_t i = 0; i < std::size(kVariantSlots); ++i)
+      if (kVariantSlots[i] == slots) return i;
+    return 0;
+  }
+
+  // On the plain driver a stream-ordered free returns its memory when the
+  // stream reaches it, which depends on how fast the CPU stand-in runs; so
+  // an allocation that might need that memory waits for the stream first,
+  // decided from the replay's own count: the same calls on every machine.
+  // Under cuswap the shim does its own accounting.
+  bool allocate(uint32_t t, const std::string& where) {
+    const uint64_t size = w_.tensors[t].size_bytes;
+    const uint64_t charged = charged_bytes(size);
+    if (!r_.cuswap && pending_bytes_ > 0 && used_bytes_ + pending_bytes_ + charged > free_at_start_) {
+      if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return false;
+      pending_bytes_ = 0;
+    }
+    CUdeviceptr p = 0;
+    const CUresult r = d_.cuMemAlloc(&p, size);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      fail(fmt::format("out of memory {} allocating {} bytes", where, size));
+      return false;
+    }
+    if (r != CUDA_SUCCESS) {
+      fail(fmt::format("cuMemAlloc {} ({} bytes) failed: {}", where, size, d_.error_name(r)));
+      return false;
+    }
+    ptr_[t] = p;
+    used_bytes_ += charged;
+    return true;
+  }
+
+  bool release(uint32_t t) {
+    if (!check(d_.cuMemFreeAsync(ptr_[t], stream_), "cuMemFreeAsync")) return false;
+    ptr_[t] = 0;
+    const uint64_t charged = charged_bytes(w_.tensors[t].size_bytes);
+    used_bytes_ -= charged;
+    pending_bytes_ += charged;
+    return true;
+  }
+
+  // One launch of `f` with `slots` slots over tensors[i] (write flags per tensor).
+  CUresult launch(CUfunction f, uint32_t slots, const std::vector<uint32_t>& tensors,
+                  const std::vector<uint8_t>& writes, uint64_t duration_ns) {
+    std::vector<uint64_t> words(2 + 3 * slots, 0);
+    words[0] = counter_;
+    words[1] = duration_ns;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const uint32_t t = tensors[i];
+      words[2 + i] = ptr_[t];
+      words[2 + slots + i] = w_.tensors[t].size_bytes;
+      words[2 + 2 * slots + i] = seed_[t] | (writes[i] ? CUSWAP_REPLAY_WRITE : 0);
+    }
+    std::vector<void*> params(words.size());
+    for (size_t i = 0; i < words.size(); ++i)
+      params[i] = &words[i];
+    return d_.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream_, params.data(), nullptr);
+  }
+
+  // Writes resident tensors outside an iteration (the init kernel).
+  bool write_all(const std::vector<uint32_t>& tensors, uint32_t iteration) {
+    for (size_t i = 0; i < tensors.size(); i += kMaxSlots) {
+      const size_t count = std::min<size_t>(kMaxSlots, tensors.size() - i);
+      std::vector<uint32_t> chunk(tensors.begin() + static_cast<ptrdiff_t>(i),
+                                  tensors.begin() + static_cast<ptrdiff_t>(i + count));
+      for (uint32_t t : chunk)
+        seed_[t] = cuswap_replay_seed(t, iteration);
+      if (!check(launch(init_, kMaxSlots, chunk, std::vector<uint8_t>(count, 1), 0),
+                 "cuLaunchKernel (writing resident tensors)"))
+        return false;
+    }
+    return true;
+  }
+
+  bool setup() {
+    for (uint32_t t : s_.setup)
+      if (!allocate(t, fmt::format("before the first iteration (tensor {})", w_.tensors[t].name)))
+        return false;
+    return write_all(s_.setup, kBeforeFirst);
+  }
+
+  std::string at_op(uint32_t op) const {
+    return fmt::format("at op {} ({})", op, w_.ops[op].name);
+  }
+
+  bool iteration(uint32_t it) {
+    const auto n = static_cast<uint32_t>(w_.ops.size());
+    for (uint32_t op = 0; op < n; ++op) {
+      for (uint32_t t : s_.allocs[op]) {
+        if (!allocate(t, at_op(op))) return false;
+        seed_[t] = cuswap_replay_seed(t, it);
+      }
+      for (uint32_t l = s_.first_launch[op]; l <= s_.last_launch[op]; ++l) {
+        const Launch& launch_ = s_.launches[l];
+        const CUresult r = launch(kernels_[index_of(launch_.slots)], launch_.slots,
+                                  launch_.tensors, launch_.writes,
+                                  static_cast<uint64_t>(std::max<int64_t>(0, launch_.duration_ns)));
+        if (r != CUDA_SUCCESS) {
+          uint64_t op_bytes = 0;
+          for (uint32_t t : launch_.tensors)
+            op_bytes += w_.tensors[t].size_bytes;
+          fail(fmt::format("launch {} failed: {} (its {} buffers {} bytes; {} bytes live)",
+                           at_op(op), d_.error_name(r), launch_.tensors.size(), op_bytes,
+                           used_bytes_));
+          return false;
+        }
+      }
+      for (uint32_t t : s_.frees[op])
+        if (!release(t)) return false;
+    }
+    // Note [Replay steady state]: tails become heads, the rest goes or comes.
+    for (uint32_t t : s_.end_frees)
+      if (!release(t)) return false;
+    for (uint32_t t = 0; t < w_.tensors.size(); ++t)
+      if (s_.becomes[t] != kNone && ptr_[t]) {
+        ptr_[s_.becomes[t]] = ptr_[t];
+        seed_[s_.becomes[t]] = seed_[t];
+        ptr_[t] = 0;
+      }
+    for (uint32_t t : s_.end_reallocs)
+      if (!allocate(t, fmt::format("at the end of iteration {} (tensor {})", it, w_.tensors[t].name)))
+        return false;
+    return write_all(s_.end_reallocs, it);
+  }
+
+  const policy::Workload& w_;
+  const Schedule& s_;
+  const RunOptions& o_;
+  RunResult& r_;
+  Driver d_;
+  CUstream stream_ = nullptr;
+  CUfunction kernels_[std::size(kVariantSlots)] = {};
+  CUfunction init_ = nullptr;
+  CUdeviceptr counter_ = 0;
+  std::vector<CUdeviceptr> ptr_;
+  std::vector<uint64_t> seed_;
+  uint64_t free_at_start_ = 0, used_bytes_ = 0, pending_bytes_ = 0;
+};
+
+}  // namespace
+
+RunResult run_replay(const policy::Workload& workload, const Schedule& schedule,
+                     const RunOptions& options) {
+  RunResult result;
+  Replay replay(workload, schedule, options, result);
+  replay.run();
+  replay.finish();
+  return result;
+}
+
+std::string format_result(const RunResult& r) {
+  std::string ns;
+  for (int64_t v : r.iteration_ns)
+    ns += fmt::format("{}{}", ns.empty() ? "" : ",", v);
+  std::string error = r.error;
+  std::replace(error.begin(), error.end(), '\n', ' ');
+  return fmt::format(
+      "completed {}\nvirtual_time {}\niteration_ns {}\nh2d_bytes {}\nd2h_bytes {}\n"
+      "integrity_errors {}\nhazards {}\npeak_device_bytes {}\ncuswap {}\ncuswap_stats {}\n"
+      "prefetches_on_demand {}\nprefetches {}\nevictions {}\nerror {}\n",
+      r.completed ? 1 : 0, r.virtual_time ? 1 : 0, ns.empty() ? "-" : ns, r.h2d_bytes, r.d2h_bytes,
+      r.integrity_errors, r.hazards, r.peak_device_bytes, r.cuswap ? 1 : 0, r.cuswap_stats ? 1 : 0,
+      r.prefetches_on_demand, r.prefetches, r.evictions, error);
+}
+
+bool parse_result(const std::string& text, RunResult& r) {
+  std::istringstream in(text);
+  std::string line;
+  bool seen = false;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string key = line.substr(0, space), value = line.substr(space + 1);
+    const auto u64 = [&] { return std::strtoull(value.c_str(), nullptr, 10); };
+    if (key == "completed") {
+      r.completed = value == "1";
+      seen = true;
+    } else if (key == "virtual_time") r.virtual_time = value == "1";
+    else if (key == "iteration_ns") {
+      r.iteration_ns.clear();
+      std::istringstream list(value);
+      for (std::string v; std::getline(list, v, ',');)
+        if (v != "-") r.iteration_ns.push_back(std::strtoll(v.c_str(), nullptr, 10));
+    } else if (key == "h2d_bytes") r.h2d_bytes = u64();
+    else if (key == "d2h_bytes") r.d2h_bytes = u64();
+    else if (key == "integrity_errors") r.integrity_errors = u64();
+    else if (key == "hazards") r.hazards = u64();
+    else if (key == "peak_device_bytes") r.peak_device_bytes = u64();
+    else if (key == "cuswap") r.cuswap = value == "1";
+    else if (key == "cuswap_stats") r.cuswap_stats = value == "1";
+    else if (key == "prefetches_on_demand") r.prefetches_on_demand = std::strtod(value.c_str(), nullptr);
+    else if (key == "prefetches") r.prefetches = std::strtod(value.c_str(), nullptr);
+    else if (key == "evictions") r.evictions = std::strtod(value.c_str(), nullptr);
+    else if (key == "error") r.error = value;
+  }
+  return seen;
+}
+
+}  // namespace cuswap::bench

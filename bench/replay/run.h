@@ -1,0 +1,42 @@
+// One replay in this process: the schedule (bench/replay/schedule.h) through
+// the driver for a number of iterations, with whatever libcuda.so.1 and
+// LD_PRELOAD the environment gives. What the parent process reads back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/replay/schedule.h"
+#include "policy/workload.h"
+
+namespace cuswap::bench {
+
+struct RunResult {
+  bool completed = false;
+  std::string error;                   // "" when completed
+  std::vector<int64_t> iteration_ns;   // per finished iteration (virtual ns on simcuda)
+  bool virtual_time = false;           // simcuda's clock, or the wall clock
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;  // per steady-state iteration (all but the first)
+  uint64_t integrity_errors = 0;
+  uint64_t hazards = 0;
+  uint64_t peak_device_bytes = 0;
+  bool cuswap = false;        // libcuswap.so was loaded (cuswap_iteration_begin found)
+  bool cuswap_stats = false;  // cuswap_stats_json found
+  // Per steady-state iteration, from cuswap_stats_json.
+  double prefetches_on_demand = 0, prefetches = 0, evictions = 0;
+};
+
+struct RunOptions {
+  uint32_t iterations = 4;
+  int device = 0;
+};
+
+RunResult run_replay(const policy::Workload& workload, const Schedule& schedule,
+                     const RunOptions& options);
+
+// The result as `key value` lines (the child's stdout), and back.
+std::string format_result(const RunResult& r);
+[[nodiscard]] bool parse_result(const std::string& text, RunResult& out);
+
+}  // namespace cuswap::bench

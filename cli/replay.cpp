@@ -1,0 +1,93 @@
+// `cuswap replay`: runs the replay benchmark (bench/replay, docs/replay.md)
+// with the pieces of this build found for it: cuswap-replay, libcuswap.so
+// and simcuda's libcuda.so.1, beside this executable in the build tree, or
+// named by CUSWAP_REPLAY, CUSWAP_REPLAY_SHIM and CUSWAP_REPLAY_SIMCUDA.
+// cuswap-replay itself sets LD_LIBRARY_PATH, LD_PRELOAD and CUSWAP_CONF for
+// each run it makes (one per policy, and the infinite-memory run), so this
+// only finds the paths and hands over every argument.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+namespace cuswap::cli {
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st{};
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string build_dir() {
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return ".";
+  std::string path(exe, static_cast<size_t>(n));
+  path = path.substr(0, path.rfind('/'));     // build/cli
+  return path.substr(0, path.rfind('/'));     // build
+}
+
+// The environment's path, else the build tree's, else "".
+std::string find(const char* env, const std::string& relative) {
+  if (const char* value = std::getenv(env); value && *value) return value;
+  const std::string guess = build_dir() + "/" + relative;
+  return exists(guess) ? guess : "";
+}
+
+int run_replay(const std::vector<std::string>& args) {
+  const std::string replay = find("CUSWAP_REPLAY", "bench/replay/cuswap-replay");
+  if (replay.empty()) {
+    fmt::print(stderr,
+               "cuswap: error: replay: cuswap-replay not found beside this cuswap "
+               "({}/bench/replay; set CUSWAP_REPLAY)\n",
+               build_dir());
+    return kExitBadInput;
+  }
+  const std::string shim = find("CUSWAP_REPLAY_SHIM", "hooks/libcuswap.so");
+  const std::string simcuda = find("CUSWAP_REPLAY_SIMCUDA", "tests/simcuda");
+  if (!shim.empty()) setenv("CUSWAP_REPLAY_SHIM", shim.c_str(), 1);
+  if (!simcuda.empty()) setenv("CUSWAP_REPLAY_SIMCUDA", simcuda.c_str(), 1);
+  std::vector<char*> argv = {const_cast<char*>(replay.c_str())};
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(replay.c_str(), argv.data());
+  fmt::print(stderr, "cuswap: error: replay: cannot run {}: {}\n", replay, std::strerror(errno));
+  return kExitFailed;
+}
+
+}  // namespace
+
+Command add_replay(CLI::App& app) {
+  auto args = std::make_shared<std::vector<std::string>>();
+  CLI::App* sub = app.add_subcommand(
+      "replay",
+      "Drive a trace through the CUDA driver API on simcuda (or a GPU), with or without cuswap.");
+  sub->footer(
+      "Every argument goes to cuswap-replay (`cuswap replay --help-replay` lists them; "
+      "docs/replay.md): TRACE [--policy none|reactive|online|plan:FILE|PLANNER] "
+      "[--device-memory SIZE] [--budget SIZE|PCT%] [--link L] [--time-scale F] "
+      "[--batch-scale F] [--iterations N] [--max-batch] [--json]. Exit codes: 0 the replay "
+      "completed with no integrity error or hazard, 1 it did not, 2 bad usage or input.");
+  sub->prefix_command();
+  sub->set_help_flag();
+  sub->allow_extras();
+  return {sub, [sub, args] {
+            std::vector<std::string> rest = sub->remaining();
+            for (std::string& a : rest)
+              if (a == "--help-replay") a = "--help";
+            if (rest.empty()) rest.push_back("--help");
+            return run_replay(rest);
+          }};
+}
+
+}  // namespace cuswap::cli

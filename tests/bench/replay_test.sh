@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# End-to-end checks of cuswap-replay on simcuda: usage: replay_test.sh REPLAY DATA_DIR CASE
+# Each case checks the exit code and fields of the JSON report (no timings).
+set -u
+replay=$1 data=$2 case=$3
+lstm=$data/tf1/lstm-l1-t32-b2.step_stats.pb.gz
+seq2seq=$data/tf1/seq2seq-t100-b4.step_stats.pb.gz
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+fail() { echo "FAIL ($case): $*"; echo "--- stdout"; cat "$out"; echo "--- stderr"; head -20 "$err"; exit 1; }
+field() { grep -o "\"$1\": [^,]*" "$out" | head -1 | sed "s/\"$1\": //"; }
+expect_exit() { [ "$rc" -eq "$1" ] || fail "exit code $rc, expected $1"; }
+expect() { local v; v=$(field "$1"); [ "$v" = "$2" ] || fail "$1 is $v, expected $2"; }
+expect_positive() { local v; v=$(field "$1"); [ -n "$v" ] && [ "$v" != null ] && [ "$v" -gt 0 ] || fail "$1 is '$v', expected > 0"; }
+
+case $case in
+  none_fits)
+    "$replay" "$lstm" --policy none --iterations 3 --json >"$out" 2>"$err"; rc=$?
+    expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0
+    expect error null; expect_positive iteration_ns; expect_positive infinite_memory_ns ;;
+  none_out_of_memory)
+    "$replay" "$seq2seq" --policy none --device-memory 60MiB --iterations 2 --json >"$out" 2>"$err"; rc=$?
+    expect_exit 1; expect completed false; expect iteration_ns null
+    grep -q '"error": "out of memory at op [0-9]* (.*) allocating [0-9]* bytes"' "$out" ||
+      fail "the error does not name the op and the size" ;;
+  reactive)
+    "$replay" "$seq2seq" --policy reactive --batch-scale 4 --budget 90% --iterations 2 --json \
+      >"$out" 2>"$err"; rc=$?
+    expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0
+    expect_positive h2d_bytes; expect_positive d2h_bytes ;;
+  planner)
+    "$replay" "$seq2seq" --policy cuswap --batch-scale 4 --budget 90% --iterations 2 --json \
+      >"$out" 2>"$err"; rc=$?
+    expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0
+    expect_positive predicted_ns ;;
+  missing_trace)
+    "$replay" "$data/no-such-trace.json" --json >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q "no-such-trace.json" "$err" || fail "the error does not name the file" ;;
+  unknown_policy)
+    "$replay" "$lstm" --policy sometimes >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q -- "--policy.*sometimes" "$err" || fail "the error does not name --policy" ;;
+  bad_plan)
+    plan=$(mktemp --suffix=.json); echo '{"version": 7}' >"$plan"
+    "$replay" "$lstm" --policy "plan:$plan" >"$out" 2>"$err"; rc=$?
+    rm -f "$plan"
+    expect_exit 2; grep -q "$(basename "$plan").*version" "$err" || fail "the error does not name the file and key" ;;
+  bad_size)
+    "$replay" "$lstm" --device-memory lots >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q -- "--device-memory" "$err" || fail "the error does not name --device-memory" ;;
+  *) echo "unknown case $case"; exit 2 ;;
+esac
+echo "ok ($case)"
