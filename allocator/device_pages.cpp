@@ -80,7 +80,8 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
 }
 
 CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
-                               std::span<Block* const> keep, bool may_evict) noexcept {
+                               std::span<Block* const> keep, bool may_evict,
+                               SharedEvent** after) noexcept {
   try {
     out.reserve(count);
   } catch (...) {
@@ -112,8 +113,13 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       ++stats_.driver_retries;
     }
     if (reclaim_cached(dev)) continue;
-    // Planned evictions in flight first (Note [Planned moves]).
-    if (!dev.evicting.empty() && land_evictions(dev, true)) continue;
+    // Planned evictions in flight first (Note [Planned moves]): their pages
+    // once their copies are done, with no wait by the host where the caller
+    // can order its use after them.
+    if (!dev.evicting.empty()) {
+      if (after && donate_pages(dev, count - out.size(), out, *after)) continue;
+      if (land_evictions(dev, true)) continue;
+    }
     if (!may_evict) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
       break;
@@ -130,7 +136,10 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
     }
   }
   if (out.size() == count) return CUDA_SUCCESS;
-  give_pages(dev, out);
+  if (after)
+    give_donated(dev, out, *after);
+  else
+    give_pages(dev, out);
   return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
 }
 

@@ -167,8 +167,10 @@ bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
   for (SharedEvent*& wait : block.waits.events)
     release_event(wait);
   release_event(block.evict_copy);
+  block.donated = false;
   block.residency = Residency::evicted;
-  const uint64_t bytes = block.stash ? block.size_bytes : block.range_bytes;
+  const uint64_t bytes =
+      block.size_bytes;  // the bytes asked for; the rest of the range is not the buffer's
   ++stats_.evictions;
   if (reason == EvictReason::plan) ++stats_.evictions_planned;
   stats_.bytes_to_host += bytes;
@@ -195,7 +197,7 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
     if (observer_) block.evict_queued_ns = observer_->clock_ns();
     r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
                                                    dev.evict_stream)
-                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.range_bytes,
+                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.size_bytes,
                                                    dev.evict_stream);
     if (r != CUDA_SUCCESS) break;
   }
@@ -259,13 +261,19 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   if (scope.status() != CUDA_SUCCESS) return scope.status();
   collect_host_releases(dev, false);
   std::vector<PageHandle> pages;
+  SharedEvent* donor = nullptr;  // pages still being copied out: the copy in waits for them
   CUresult r = take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages,
-                          keep, may_evict);
+                          keep, may_evict, &donor);
   if (r != CUDA_SUCCESS) return r;
+  if (donor &&
+      (r = driver_.cuStreamWaitEvent(dev.prefetch_stream, donor->event, 0)) != CUDA_SUCCESS) {
+    give_donated(dev, pages, donor);
+    return r;
+  }
   try {
     dev.host_releases.reserve(dev.host_releases.size() + 1);
   } catch (...) {
-    give_pages(dev, pages);
+    give_donated(dev, pages, donor);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (block.range_on_host) {
@@ -273,13 +281,13 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     if (block.last_use && !block.last_use->done)
       (void)driver_.cuEventSynchronize(block.last_use->event);
     if ((r = driver_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
-      give_pages(dev, pages);
+      give_donated(dev, pages, donor);
       return r;
     }
     block.range_on_host = false;
   }
   auto back_to_host = [&]() {
-    give_pages(dev, pages);
+    give_donated(dev, pages, donor);
     if (block.host.handle &&
         driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0) == CUDA_SUCCESS) {
       if (set_access(dev, block.base, block.range_bytes) == CUDA_SUCCESS)
@@ -300,9 +308,10 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   void* timing = observer_ ? observer_->copy_begin(dev.prefetch_stream) : nullptr;
   r = block.stash ? driver_.cuMemcpyHtoDAsync_v2(block.base, block.stash, block.size_bytes,
                                                  dev.prefetch_stream)
-                  : driver_.cuMemcpyDtoDAsync_v2(block.base, block.host.window, block.range_bytes,
+                  : driver_.cuMemcpyDtoDAsync_v2(block.base, block.host.window, block.size_bytes,
                                                  dev.prefetch_stream);
-  const uint64_t bytes = block.stash ? block.size_bytes : block.range_bytes;
+  const uint64_t bytes =
+      block.size_bytes;  // the bytes asked for; the rest of the range is not the buffer's
   SharedEvent* copied = r == CUDA_SUCCESS ? record_event(dev, dev.prefetch_stream) : nullptr;
   // Reported while the copy is just queued, so that what times it follows it
   // on the stream; and only when it counts (Note [Residency]).
@@ -326,6 +335,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     }
   }
   block.pages = std::move(pages);
+  release_event(donor);
   stats_.bytes_to_device += bytes;
   ++stats_.prefetches;
   if (reason == PrefetchReason::on_demand) ++stats_.prefetches_on_demand;

@@ -53,7 +53,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     if (observer_) block.evict_queued_ns = observer_->clock_ns();
     r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
                                                    dev.evict_stream)
-                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.range_bytes,
+                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.size_bytes,
                                                    dev.evict_stream);
   }
   if (r != CUDA_SUCCESS) {
@@ -79,6 +79,39 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
   return CUDA_SUCCESS;
 }
 
+// Pages of evicting buffers, oldest first, for a use that will wait for
+// their copies: `after` is the last donor's copy (the eviction stream runs
+// in order, so it ends after the others). The donor's range stays mapped to
+// them until it lands, unused.
+bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
+                             SharedEvent*& after) noexcept {
+  bool took = false;
+  for (Block* block : dev.evicting) {
+    if (out.size() >= out.capacity() || count == 0) break;
+    if (block->pages.empty() || !block->evict_copy) continue;
+    while (!block->pages.empty() && count > 0 && out.size() < out.capacity()) {
+      out.push_back(block->pages.back());
+      block->pages.pop_back();
+      --count;
+    }
+    block->donated = true;
+    retain_event(block->evict_copy);
+    release_event(after);
+    after = block->evict_copy;
+    took = true;
+  }
+  return took;
+}
+
+// Pages that may hold donated ones go back to the pool once the copies
+// reading them are done.
+void Allocator::give_donated(Device& dev, std::vector<PageHandle>& pages,
+                             SharedEvent*& after) noexcept {
+  if (after && !after->done) (void)driver_.cuEventSynchronize(after->event);
+  release_event(after);
+  give_pages(dev, pages);
+}
+
 bool Allocator::land_evictions(Device& dev, bool wait_for_one) noexcept {
   bool landed = false;
   for (size_t i = 0; i < dev.evicting.size();) {
@@ -99,6 +132,15 @@ bool Allocator::land_evictions(Device& dev, bool wait_for_one) noexcept {
 void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept {
   auto it = std::find(dev.evicting.begin(), dev.evicting.end(), &block);
   if (it != dev.evicting.end()) dev.evicting.erase(it);
+  if (block.donated) {
+    // Its pages are another buffer's now: it can only land, and come back
+    // as any evicted buffer does.
+    if (block.evict_copy && !block.evict_copy->done &&
+        driver_.cuEventSynchronize(block.evict_copy->event) == CUDA_SUCCESS)
+      block.evict_copy->done = true;
+    (void)land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
+    return;
+  }
   SharedEvent* copy = block.evict_copy;
   block.evict_copy = nullptr;
   ++stats_.evictions_cancelled;
@@ -148,8 +190,9 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
   if (block.residency == Residency::evicting && block.evict_copy) {
-    cancel_eviction(dev, block, nullptr);  // never left: nothing to bring back
-    return CUDA_ERROR_NOT_READY;
+    const bool donated = block.donated;
+    cancel_eviction(dev, block, nullptr);
+    if (!donated) return CUDA_ERROR_NOT_READY;  // never left: nothing to bring back
   }
   if (block.residency != Residency::evicted) return CUDA_ERROR_NOT_READY;
   (void)land_evictions(dev, false);

@@ -169,7 +169,9 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
     return CUDA_SUCCESS;
   }
   std::vector<PageHandle> pages;
-  CUresult r = take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {});
+  SharedEvent* donor = nullptr;  // the new buffer's first use waits for it (Note [Planned moves])
+  CUresult r =
+      take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {}, true, &donor);
   if (r != CUDA_SUCCESS) return r;
   CUdeviceptr base = 0;
   r = driver_.cuMemAddressReserve(&base, range_bytes, dev.granularity, 0, 0);
@@ -182,11 +184,12 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
     if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(base, range_bytes);
   }
   if (r != CUDA_SUCCESS) {
-    give_pages(dev, pages);
+    give_donated(dev, pages, donor);
     return r;
   }
   block->base = base;
   block->pages = std::move(pages);
+  block->waits.events[0] = donor;
   ++stats_.allocations_large;
   out = block.release();
   return CUDA_SUCCESS;

@@ -198,7 +198,8 @@ class Allocator {
   // allocator/device_pages.cpp
   CUresult init_device(Device& dev, int ordinal) noexcept;
   CUresult take_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
-                      std::span<Block* const> keep, bool may_evict = true) noexcept;
+                      std::span<Block* const> keep, bool may_evict = true,
+                      SharedEvent** after = nullptr) noexcept;
   void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
   CUresult map_pages(Device& dev, uintptr_t base,
                      const std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
@@ -222,6 +223,10 @@ class Allocator {
 
   // allocator/planned_moves.cpp
   bool land_evictions(Device& dev, bool wait_for_one) noexcept;
+  bool donate_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
+                    SharedEvent*& after) noexcept;
+  void give_donated(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages,
+                    SharedEvent*& after) noexcept;
   void cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept;
   CUresult make_resident(CUstream stream, const UseBuffers& use,
                          std::span<Block* const> keep) noexcept;

@@ -59,6 +59,7 @@ struct Allocator::Block {
   // A planned eviction's copy while it runs (Note [Planned moves]); the
   // block is evicting, its pages still mapped.
   SharedEvent* evict_copy = nullptr;
+  bool donated = false;  // some of its pages went to another use before the copy ended
 };
 
 // A large range freed and kept mapped for reuse (Note [Stream-ordered reuse]).

@@ -16,22 +16,7 @@
 #include "policy/planner.h"
 
 namespace cuswap::hooks {
-namespace {
-
-constexpr uint64_t kGranularity = uint64_t{2} << 20;
-
-// What the allocator charges for a buffer: whole pages for large ones, a
-// power-of-two slot for small ones; the planner plans what the budget sees.
-uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes) {
-  if (size_bytes >= swap_min_bytes)
-    return (size_bytes + kGranularity - 1) / kGranularity * kGranularity;
-  uint64_t slot = 256;
-  while (slot < size_bytes)
-    slot <<= 1;
-  return slot;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct OnlinePlanning::Recording {
   struct Op {
@@ -187,7 +172,7 @@ bool build(const OnlinePlanning::Recording& rec, const Driver& driver, uint64_t 
   for (const auto& t : rec.tensors) {
     policy::WorkTensor wt;
     wt.name = fmt::format("buffer {}", t.id);
-    wt.size_bytes = charged_bytes(t.size_bytes, swap_min_bytes);
+    wt.size_bytes = policy::charged_bytes(t.size_bytes, swap_min_bytes);  // Note [Charged sizes]
     wt.ordinal = t.ordinal;
     wt.alloc_op = t.resident_at_start ? policy::kResidentAtStart : std::min(t.alloc_op, n - 1);
     const uint32_t floor = t.resident_at_start ? 0 : wt.alloc_op;

@@ -214,6 +214,22 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
   return true;
 }
 
+uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes) {
+  if (size_bytes >= swap_min_bytes)
+    return (size_bytes + kRuntimePageBytes - 1) / kRuntimePageBytes * kRuntimePageBytes;
+  uint64_t slot = 512;
+  while (slot < size_bytes)
+    slot <<= 1;
+  return slot;
+}
+
+Workload with_charged_sizes(const Workload& workload, uint64_t swap_min_bytes) {
+  Workload out = workload;
+  for (WorkTensor& t : out.tensors)
+    t.size_bytes = charged_bytes(t.size_bytes, swap_min_bytes);
+  return out;
+}
+
 std::vector<uint64_t> live_bytes_per_op(const Workload& workload) {
   return live_bytes_per_op(workload, {});
 }

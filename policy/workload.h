@@ -93,6 +93,17 @@ std::vector<uint64_t> live_bytes_per_op(const Workload& workload);
 std::vector<uint64_t> live_bytes_per_op(const Workload& workload,
                                         const std::vector<uint8_t>& parked);
 
+// Note [Charged sizes]
+// The swapping allocator does not hand out bytes but pages: a buffer of at
+// least swap_min bytes gets its own range of whole pages (kRuntimePageBytes),
+// a smaller one a power-of-two slot (at least 512 bytes) in a slab of pages.
+// A plan meant for the allocator is made with each tensor at what the budget
+// is charged for it, or it overshoots the budget by the rounding and the
+// allocator evicts by LRU what the plan kept. Only sizes change.
+inline constexpr uint64_t kRuntimePageBytes = uint64_t{2} << 20;
+uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes);
+Workload with_charged_sizes(const Workload& workload, uint64_t swap_min_bytes);
+
 // Note [The loss point]: the first op at which live bytes reach their peak;
 // the forward pass is the ops before it.
 uint32_t loss_point(const Workload& workload);

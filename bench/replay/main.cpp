@@ -5,8 +5,8 @@
 // the policy, so one run can compare several.
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "bench/replay/replay.h"
 #include "cli/commands.h"
@@ -134,8 +134,12 @@ int main(int argc, char** argv) {
                  "The folder of simcuda's libcuda.so.1 (default: $CUSWAP_REPLAY_SIMCUDA, the "
                  "build tree)");
   app.add_flag("--real-driver", o.real_driver, "Use the system's libcuda.so.1 (a real GPU)");
-  app.add_flag("--host-vmm", o.host_vmm,
-               "Let simcuda offer host-located virtual memory (Note [Replay eviction mode])");
+  app.add_option("--cuswap-conf", o.extra_conf,
+                 "More CUSWAP_CONF pairs for the runs with cuswap, e.g. stats:true,record:run.cst");
+  app.add_flag_callback(
+      "--stash", [&o] { o.host_vmm = false; },
+      "simcuda without host-located virtual memory: cuswap evicts to its pinned host "
+      "stash (Note [Replay eviction mode])");
   app.add_flag("--child", child, "(internal) run one replay in this process")->group("");
   cli::add_policy_options(&app, o.policy_args);
   try {

@@ -18,10 +18,14 @@ namespace cuswap::bench {
 
 namespace {
 
+// The shim's default swap_min (allocator/config.h): the replay does not
+// change it.
+constexpr uint64_t kSwapMinBytes = uint64_t{1} << 20;
+
 constexpr uint64_t kMiB = 1ull << 20;
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -86,6 +90,7 @@ bool prepare(const ReplayOptions& o, double batch_scale, Prepared& p, std::strin
     }
   }
   p.host_vmm = o.host_vmm;
+  p.extra_conf = o.extra_conf;
   p.shim = locate(o.shim, "CUSWAP_REPLAY_SHIM", "hooks/libcuswap.so");
   return true;
 }
@@ -104,7 +109,10 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
     return false;
   }
   out.env.shim = p.shim;
-  const std::string budget = fmt::format("budget:{}", p.budget_bytes);
+  // The link is for online planning; what --cuswap-conf adds comes last.
+  const std::string budget =
+      fmt::format("budget:{},link:{}{}{}", p.budget_bytes, p.loaded.request.link.name,
+                  p.extra_conf.empty() ? "" : ",", p.extra_conf);
   if (policy == "reactive") {
     out.env.cuswap_conf = budget + ",online:false";
     return true;
@@ -126,9 +134,12 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
     }
     out.predicted_ns = policy::simulate(w, plan.mode, entries, sim).iteration_ns;
   } else if (const policy::Planner* planner = policy::find_planner(policy)) {
-    policy::PlanOutcome made = policy::plan_and_simulate(*planner, w, p.loaded.request);
+    // Planned at the sizes the allocator charges (Note [Charged sizes]);
+    // the translated plan names the sizes asked for.
+    const policy::Workload charged = policy::with_charged_sizes(w, kSwapMinBytes);
+    policy::PlanOutcome made = policy::plan_and_simulate(*planner, charged, p.loaded.request);
     plan = std::move(made.plan);
-    if (!policy::resolve(plan, w, entries, error)) return false;
+    if (!policy::resolve(plan, charged, entries, error)) return false;
     out.predicted_ns = made.result.iteration_ns;
   } else {
     error = fmt::format(
@@ -157,19 +168,20 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
 }
 
 std::vector<std::string> child_args(const ReplayOptions& o, double batch_scale) {
-  std::vector<std::string> args = {"--child", o.trace,
-                                   "--iterations", std::to_string(o.iterations),
+  std::vector<std::string> args = {"--child",       o.trace,
+                                   "--iterations",  std::to_string(o.iterations),
                                    "--batch-scale", fmt::format("{}", batch_scale),
-                                   "--time-scale", fmt::format("{}", o.policy_args.time_scale),
-                                   "--device", std::to_string(o.policy_args.device),
-                                   "--iteration", std::to_string(o.policy_args.iteration)};
+                                   "--time-scale",  fmt::format("{}", o.policy_args.time_scale),
+                                   "--device",      std::to_string(o.policy_args.device),
+                                   "--iteration",   std::to_string(o.policy_args.iteration)};
   if (o.policy_args.partial) args.push_back("--partial");
   return args;
 }
 
 RunResult run_policy(const ReplayOptions& o, const Prepared& p, const PolicyRun& run) {
   RunResult r = run_child(self_path(), child_args(o, p.batch_scale), run.env);
-  if (!run.plan_file.empty()) unlink(run.plan_file.c_str());
+  if (!run.plan_file.empty() && !std::getenv("CUSWAP_REPLAY_KEEP_PLAN"))
+    unlink(run.plan_file.c_str());
   return r;
 }
 

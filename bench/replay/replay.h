@@ -25,7 +25,8 @@ struct ReplayOptions {
   std::string shim;         // libcuswap.so; "": next to the build tree, or $CUSWAP_REPLAY_SHIM
   std::string simcuda_dir;  // simcuda's libcuda.so.1; "": the build tree or $CUSWAP_REPLAY_SIMCUDA
   bool real_driver = false;  // the system's libcuda.so.1, not simcuda
-  bool host_vmm = false;     // Note [Replay eviction mode]
+  bool host_vmm = true;     // Note [Replay eviction mode]
+  std::string extra_conf;   // added to CUSWAP_CONF (--cuswap-conf)
   cli::PolicyArgs policy_args;  // --budget, --link, --time-scale, --device, --iteration
 };
 
@@ -38,7 +39,8 @@ struct Prepared {
   uint64_t budget_bytes = 0;
   double batch_scale = 1.0;
   std::string shim, simcuda_dir;
-  bool host_vmm = false;
+  bool host_vmm = true;
+  std::string extra_conf;
 };
 
 // Loads and scales; false with one line (naming the file or option) in `error`.

@@ -5,13 +5,11 @@
 // `key value` lines (bench/replay/run.h) on stdout.
 //
 // Note [Replay eviction mode]
-// simcuda counts a copy between a device range and host-located memory
-// mapped at a device range (cuswap's eviction with host-located virtual
-// memory) as device-to-device: on the compute engine at d2d_gbps, not in
-// h2d_bytes/d2h_bytes. So by default the replay gives simcuda
-// host_vmm:false, and cuswap evicts to its pinned host stash with copies
-// that simcuda times on the copy engines at the link's bandwidth, as the
-// simulator does. --host-vmm keeps simcuda's host-located memory.
+// By default simcuda offers host-located virtual memory, as drivers from
+// CUDA 12.2 do, and cuswap evicts by remapping a buffer's range onto host
+// memory; simcuda times those device-to-device copies over the link, on
+// the copy engines, as the simulator does. --stash turns host-located
+// memory off, so that cuswap evicts to its pinned host stash instead.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +26,7 @@ struct ChildEnv {
   uint64_t device_memory_bytes = 0;
   policy::Link link;
   // Note [Replay eviction mode]
-  bool host_vmm = false;
+  bool host_vmm = true;
   std::string shim;         // "": no cuswap
   std::string cuswap_conf;  // with shim
 };

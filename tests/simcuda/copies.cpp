@@ -11,7 +11,9 @@
 //
 // Engines: host-to-device and host-to-host copies use the H2D engine,
 // device-to-host and peer copies the D2H engine, device-to-device copies and
-// sets the compute engine at d2d_gbps. Arrays are not supported.
+// sets the compute engine at d2d_gbps. A device-to-device copy to or from
+// host-located memory (a VMM mapping of a host handle) is a copy over the
+// link: device-to-host or host-to-device. Arrays are not supported.
 #include <cstring>
 
 #include "tests/simcuda/sim.h"
@@ -38,6 +40,29 @@ bool device_range(uintptr_t address, size_t bytes) {
 // (device memory or pinned host memory).
 void add_tracked(Op& op, uintptr_t address, size_t bytes, int mode) {
   if (bytes && known_range(address, bytes)) op.ranges.push_back({address, address + bytes, mode});
+}
+
+// Whether `address` lies in a mapping of a host-located handle: device
+// pointers to host memory, which copies reach over the link.
+bool host_located(uintptr_t address) {
+  Region* region = find_region(address);
+  if (!region || region->kind != Region::Kind::reservation) return false;
+  auto it = region->mappings.upper_bound(address);
+  if (it == region->mappings.begin()) return false;
+  --it;
+  const Mapping& m = it->second;
+  return address < m.start + m.size && m.handle && m.handle->host_located;
+}
+
+// A device-to-device copy with a side in host-located memory crosses the
+// link: it is a copy to or from the host, on that direction's engine.
+Direction over_link(Direction d, uintptr_t dst, uintptr_t src) {
+  if (d != Direction::d2d) return d;
+  const bool dst_host = host_located(dst), src_host = host_located(src);
+  return dst_host && src_host ? Direction::h2h
+         : dst_host           ? Direction::d2h
+         : src_host           ? Direction::h2d
+                              : d;
 }
 
 bool dst_on_device(Direction d) {
@@ -67,7 +92,7 @@ CUresult submit_copy(CUstream hStream, DefaultStream ds, bool sync, Direction di
     return CUDA_ERROR_INVALID_VALUE;
   auto op = std::make_shared<Op>();
   op->kind = OpKind::copy;
-  op->direction = direction;
+  op->direction = over_link(direction, st.dst, st.src);
   op->strided = st;
   op->copy_bytes = st.width * st.height * st.depth;
   add_tracked(*op, st.src, src_bytes, SIMCUDA_READ);

@@ -145,6 +145,35 @@ TEST_F(Vmm, DataSurvivesEvictionAndRemapAtTheSameAddress) {
   EXPECT_EQ(stats().hazards, 0u);
 }
 
+// Copies between device memory and host-located memory cross the link:
+// timed at the link's bandwidth on the copy engines, counted each way.
+TEST_F(Vmm, DeviceCopiesToHostLocatedMemoryCrossTheLink) {
+  start("memory:64MiB,h2d_gbps:10,d2h_gbps:5,d2d_gbps:1000,copy_latency_us:0");
+  const size_t bytes = 8 * kMiB;
+  CUdeviceptr dev = 0, host = 0;
+  ASSERT_CU(cuMemAddressReserve(&dev, bytes, 0, 0, 0));
+  ASSERT_CU(cuMemAddressReserve(&host, bytes, 0, 0, 0));
+  CUmemGenericAllocationHandle hd = create(bytes);
+  CUmemGenericAllocationHandle hh = create(bytes, CU_MEM_LOCATION_TYPE_HOST_NUMA);
+  map_rw(dev, bytes, hd);
+  map_rw(host, bytes, hh);
+  const uint64_t t0 = stats().virtual_ns;
+  ASSERT_CU(cuMemcpyDtoD(host, dev, bytes));  // out: 8 MiB at 5 GB/s
+  const uint64_t t1 = stats().virtual_ns;
+  ASSERT_CU(cuMemcpyDtoD(dev, host, bytes));  // back: at 10 GB/s
+  const uint64_t t2 = stats().virtual_ns;
+  EXPECT_NEAR(static_cast<double>(t1 - t0), bytes / 5.0, bytes / 5.0 * 0.05);
+  EXPECT_NEAR(static_cast<double>(t2 - t1), bytes / 10.0, bytes / 10.0 * 0.05);
+  EXPECT_EQ(stats().d2h_bytes, bytes);
+  EXPECT_EQ(stats().h2d_bytes, bytes);
+  EXPECT_EQ(stats().d2d_bytes, 0u);
+  EXPECT_EQ(stats().hazards, 0u);
+  for (CUdeviceptr va : {dev, host})
+    ASSERT_CU(cuMemUnmap(va, bytes));
+  ASSERT_CU(cuMemRelease(hd));
+  ASSERT_CU(cuMemRelease(hh));
+}
+
 TEST_F(Vmm, AHandleKeepsItsBytesWhileUnmapped) {
   start("memory:64MiB");
   CUdeviceptr va = 0;
