@@ -33,7 +33,7 @@ def print_probe(out_dir):
     if not p:
         print("probe: no result")
         return
-    print(f"probe: driver {p['driver']} (version {p['driver_version']}), device {p['device']}, "
+    print(f"probe: driver {p['driver']} (version {p['driver_version']}), device {p['device'] or '-'}, "
           f"clock {p['clock']}")
     if p["h2d_bytes_per_s"]:
         print(f"  pinned copies of 64 MiB, median of 10: host->device "
