@@ -45,6 +45,8 @@ def print_probe(out_dir):
         for v in p["vmm"]:
             label = f"{v['size_bytes'] >> 20} MiB"
             print(f"  {label:<29}" + "".join(f"{v[c + '_us']:>16.1f}" for c in calls))
+        if p["clock"] == "virtual":
+            print("  (simcuda's virtual clock charges nothing for VMM calls)")
     waits = p.get("unmap_waits")
     if "unmap_during_kernel_us" in p:
         verdict = {True: "yes", False: "no", None: "unclear"}[waits]
