@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# The GPU check kit (docs/gpu-check.md): on a machine with one NVIDIA GPU,
+# builds a Release tree, probes the driver (copy bandwidth, VMM call costs,
+# whether cuMemUnmap waits) and replays ResNet-50 and Seq2Seq under the
+# policies none, reactive and online at a budget below the peak, then
+# prints one table and a summary to paste into a note. Exits non-zero if any
+# step failed, after running every step it can.
+#
+# Usage: scripts/gpu-check.sh [--sim]
+#   --sim   every step on simcuda (tests/simcuda) instead of the GPU
+# Environment:
+#   CUSWAP_GPU_CHECK_BUILD     the build tree (default build-gpu); configured
+#                              here unless it already has a CMakeCache.txt
+#   CUSWAP_GPU_CHECK_NO_BUILD  1: use the tree as it is, build nothing
+#   CUSWAP_GPU_CHECK_ARCHS     GPU architectures for the replay's kernels
+#                              (default: nvidia-smi's compute capability, else 90)
+#   CUSWAP_GPU_CHECK_OUT       where the results go (default BUILD/gpu-check)
+#   CUSWAP_GPU_CHECK_JOBS      build jobs (default nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+mode=gpu
+case "${1:-}" in
+  --sim) mode=sim ;;
+  "") ;;
+  -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "gpu-check: error: unknown option \"$1\" (try --help)" >&2; exit 2 ;;
+esac
+
+build=${CUSWAP_GPU_CHECK_BUILD:-build-gpu}
+[[ $build = /* ]] || build=$root/$build
+out=${CUSWAP_GPU_CHECK_OUT:-$build/gpu-check}
+jobs=${CUSWAP_GPU_CHECK_JOBS:-$(nproc)}
+started_s=$(date +%s)
+
+iterations=5
+replay_timeout_s=60  # a run takes seconds; six runs must fit in the 8 minutes
+# NAME|TRACE|BATCH SCALE|BUDGET (% of the workload's peak). Seq2Seq's
+# largest ops need about 77% of its peak at once (op 127, TanhGrad, 332 MB of
+# 432 MB at batch scale 4), so no policy can run it at 60%: it gets 90%.
+traces=(
+  "resnet50|tests/data/gpu/torch-resnet50-v100.trace.json.gz|1|60"
+  "seq2seq|tests/data/tf1/seq2seq-t100-b4.step_stats.pb.gz|4|90"
+)
+
+declare -A step_status=()
+say() { echo "gpu-check: $*"; }
+step() { echo; echo "== gpu-check: $*"; }
+
+# --- step 1: the build -------------------------------------------------------
+
+cuda_home=""
+find_cuda() {
+  for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
+    if [ -n "$dir" ] && [ -f "$dir/include/cuda.h" ]; then cuda_home=$dir; return 0; fi
+  done
+  return 1
+}
+
+nvcc=""
+find_nvcc() {
+  nvcc=$(command -v nvcc || true)
+  [ -n "$nvcc" ] || { [ -x "$cuda_home/bin/nvcc" ] && nvcc=$cuda_home/bin/nvcc; } || true
+  [ -n "$nvcc" ]
+}
+
+# The Debian packages scripts/setup.sh would install; never installs any
+# (the GPU machine has no network), only names what is missing.
+missing_packages() {
+  local packages=(cmake ninja-build g++ libfmt-dev libjemalloc-dev libgtest-dev libgmock-dev
+                  libbenchmark-dev libcli11-dev libsimdjson-dev libprotobuf-dev
+                  protobuf-compiler zlib1g-dev)
+  local missing=()
+  if command -v dpkg-query >/dev/null; then
+    for p in "${packages[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+        missing+=("$p")
+    done
+  else
+    for c in cmake ninja g++ protoc; do command -v "$c" >/dev/null || missing+=("$c"); done
+  fi
+  echo "${missing[*]}"
+}
+
+gpu_archs() {
+  if [ -n "${CUSWAP_GPU_CHECK_ARCHS:-}" ]; then echo "$CUSWAP_GPU_CHECK_ARCHS"; return; fi
+  local cap
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  echo "${cap:-90}"
+}
+
+# Only the targets the check runs (tests and benchmarks must be configured:
+# bench/ exists only where the tests are, but nothing else is built).
+build_targets() {
+  local targets=(cuswap-replay cuswap_shim cuswap-driver-probe)
+  [ "$mode" = sim ] && targets+=(simcuda)
+  echo "${targets[*]}"
+}
+
+# Where cmake cannot run, the probe alone (Note [A standalone probe]).
+build_probe_alone() {
+  [ -n "$cuda_home" ] && command -v g++ >/dev/null || return 1
+  say "building cuswap-driver-probe alone with g++ (no cuswap-replay: step 3 will not run)"
+  mkdir -p "$build/bench"
+  g++ -std=c++20 -O2 -I"$root" -isystem "$cuda_home/include" bench/driver_probe.cpp -ldl \
+    -o "$build/bench/cuswap-driver-probe"
+}
+
+step_build() {
+  step "1. build ($build)"
+  local t0 targets
+  t0=$(date +%s)
+  if [ "${CUSWAP_GPU_CHECK_NO_BUILD:-0}" = 1 ]; then
+    say "CUSWAP_GPU_CHECK_NO_BUILD=1: using $build as it is"
+  else
+    if ! find_cuda; then
+      say "error: cuda.h not found (looked in \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda, /usr): install the CUDA toolkit"
+      return 1
+    fi
+    local missing
+    missing=$(missing_packages)
+    if [ -n "$missing" ]; then
+      say "error: missing Debian packages: $missing"
+      say "install them (apt-get install $missing) or run scripts/setup.sh where there is a network; this script installs nothing"
+      build_probe_alone || true
+      return 1
+    fi
+    if [ ! -f "$build/CMakeCache.txt" ]; then
+      local cuda_args=() archs
+      if find_nvcc; then
+        archs=$(gpu_archs)
+        cuda_args=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCUSWAP_REPLAY_CUDA_ARCHS="$archs")
+        say "nvcc: $nvcc, replay kernels for sm_$archs"
+      elif [ "$mode" = gpu ]; then
+        say "error: nvcc not found: the replay's GPU kernels (cuswap_replay_kernels.fatbin) cannot be built"
+      fi
+      cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCUSWAP_BUILD_TESTS=ON -DCUSWAP_BUILD_BENCH=ON -DCUDAToolkit_ROOT="$cuda_home" \
+        "${cuda_args[@]}" >"$out/configure.log" 2>&1 ||
+        { say "error: configure failed (last lines of $out/configure.log):"; tail -15 "$out/configure.log"
+          build_probe_alone || true; return 1; }
+    fi
+    targets=$(build_targets)
+    say "building $targets with -j$jobs"
+    # shellcheck disable=SC2086  # the targets are words
+    cmake --build "$build" -- -j"$jobs" $targets >"$out/build.log" 2>&1 ||
+      { say "error: build failed (last lines of $out/build.log):"; tail -20 "$out/build.log"; return 1; }
+  fi
+  local need=("$build/bench/replay/cuswap-replay" "$build/hooks/libcuswap.so"
+              "$build/bench/cuswap-driver-probe")
+  if [ "$mode" = sim ]; then
+    need+=("$build/tests/simcuda/libcuda.so.1")
+  else
+    need+=("$build/bench/replay/cuswap_replay_kernels.fatbin")
+  fi
+  local f ok=0
+  for f in "${need[@]}"; do [ -e "$f" ] || { say "error: $f was not built"; ok=1; }; done
+  say "build took $(($(date +%s) - t0)) s"
+  return $ok
+}
+
+# --- step 2: the driver probe ------------------------------------------------
+
+# The environment that picks the driver: simcuda under --sim, else the system's.
+with_driver() {
+  if [ "$mode" = sim ]; then
+    LD_LIBRARY_PATH="$build/tests/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      SIMCUDA_CONF="memory:2GiB" "$@"
+  else
+    "$@"
+  fi
+}
+
+step_probe() {
+  step "2. driver probe"
+  local probe=$build/bench/cuswap-driver-probe
+  [ -x "$probe" ] || { say "error: $probe is missing (step 1)"; return 1; }
+  with_driver timeout 120 "$probe" --json >"$out/probe.json" 2>"$out/probe.err" ||
+    { say "error: the probe failed: $(tail -1 "$out/probe.err")"; return 1; }
+  with_driver timeout 120 "$probe" 2>&1 || return 1
+}
+
+# --- step 3: the replays -----------------------------------------------------
+
+# replay NAME TRACE POLICY [cuswap-replay options...]: one run, its JSON in
+# $out/replay-NAME-POLICY.json and its exit code beside it.
+replay() {
+  local name=$1 trace=$2 policy=$3 label=$4
+  shift 4
+  local base=$out/replay-$name-$label driver_args=()
+  if [ "$mode" = sim ]; then
+    driver_args=(--simcuda "$build/tests/simcuda")
+  else
+    driver_args=(--real-driver)
+  fi
+  local rc=0
+  timeout "$replay_timeout_s" "$build/bench/replay/cuswap-replay" "$trace" --policy "$policy" \
+    --iterations "$iterations" --json --shim "$build/hooks/libcuswap.so" "${driver_args[@]}" "$@" \
+    >"$base.json" 2>"$base.err" || rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$name" "$label" "$rc" "$*" >>"$out/replays.tsv"
+  say "$name $label: exit $rc$([ "$rc" = 124 ] && echo " (timed out after $replay_timeout_s s)")"
+  return "$rc"
+}
+
+# The peak of a trace (bytes), from the reference run's JSON.
+peak_bytes() {
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["workload_peak_bytes"])' "$1"
+}
+
+step_replay() {
+  step "3. replays ($iterations iterations each, the first a warm-up)"
+  [ -x "$build/bench/replay/cuswap-replay" ] || { say "error: cuswap-replay is missing (step 1)"; return 1; }
+  : >"$out/replays.tsv"
+  local entry name trace scale pct peak failed=0
+  for entry in "${traces[@]}"; do
+    IFS='|' read -r name trace scale pct <<<"$entry"
+    # The infinite-memory reference: no cuswap, no budget (a GPU's memory
+    # cannot be shrunk, so this is also the only meaningful `none` there).
+    replay "$name" "$trace" none none --batch-scale "$scale" || failed=1
+    if [ "$mode" = sim ] && peak=$(peak_bytes "$out/replay-$name-none.json" 2>/dev/null); then
+      # simcuda can be shrunk: `none` with the budget as device memory,
+      # expected to run out of it (so its exit code is not a failure).
+      replay "$name" "$trace" none none-limited --batch-scale "$scale" \
+        --device-memory $((peak * pct / 100)) || true
+    fi
+    replay "$name" "$trace" reactive reactive --batch-scale "$scale" --budget "$pct%" || failed=1
+    replay "$name" "$trace" online online --batch-scale "$scale" --budget "$pct%" || failed=1
+  done
+  return $failed
+}
+
+# --- step 4: the table and the summary ----------------------------------------
+
+step_report() {
+  step "4. summary (paste into a note)"
+  local status=""
+  for s in build probe replay; do status+="$s=${step_status[$s]:-not run} "; done
+  python3 "$root/scripts/gpu_check_report.py" "$out" "$mode" "$status" \
+    "$(($(date +%s) - started_s))" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo -)"
+}
+
+run_step() {
+  local name=$1
+  if "step_$name"; then step_status[$name]=ok; else step_status[$name]=FAILED; fi
+}
+
+main() {
+  mkdir -p "$out"
+  say "mode $mode, build tree $build, results in $out"
+  if [ "$mode" = gpu ]; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader \
+      >"$out/gpu.txt" 2>/dev/null ||
+      say "warning: nvidia-smi sees no GPU (run with --sim to check the script on simcuda)"
+  else
+    echo "simcuda (tests/simcuda, CPU)" >"$out/gpu.txt"
+  fi
+  run_step build
+  run_step probe
+  run_step replay
+  local rc=0
+  step_report || rc=1
+  for s in build probe replay; do [ "${step_status[$s]}" = ok ] || rc=1; done
+  say "total $(($(date +%s) - started_s)) s; $([ $rc = 0 ] && echo PASS || echo FAIL)"
+  return $rc
+}
+
+main
