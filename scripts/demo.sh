@@ -1,22 +1,54 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs cuswap's demo on the bundled default: a training
-# step whose activations need 4x the memory of a simulated 1 GiB device
-# fails on the plain driver; then the same program runs with libcuswap.so
-# preloaded and a budget of the device's memory, swapping activations to
-# host memory, recording what it did; `cuswap inspect` shows the trace.
-# Arguments go to the walk-through (try --help).
+# Sets up, builds and runs cuswap's demo on the bundled default: one training
+# step of ResNet-50 as captured on a V100 (tests/data/gpu), replayed through
+# the CUDA driver on simcuda, the CPU stand-in for a GPU, with less device
+# memory than the step needs. On the plain driver it runs out of memory; with
+# cuswap preloaded it completes, evicting on demand (reactive) and following
+# a plan it makes from the second iteration (online); every byte is checked.
+# Arguments go to `cuswap replay` (try --link pcie3 or --device-memory 2GiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh default cuswap-walkthrough cuswap_shim cuswap >/dev/null
+scripts/build.sh default cuswap cuswap-replay cuswap_shim simcuda >/dev/null
 
-echo "== the step on the plain driver"
-build/bench/cuswap-walkthrough "$@"
+trace=tests/data/gpu/torch-resnet50-v100.trace.json.gz
+out="$(mktemp -d)"
+common=(--device-memory 1600MiB --link pcie5 "$@")
+for policy in none reactive online; do
+  echo "== replaying $trace: --policy $policy ${common[*]}"
+  build/cli/cuswap replay "$trace" --policy "$policy" "${common[@]}" --json >"$out/$policy.json" \
+    2> >(grep -v '^cuswap\[[0-9]*\]: stats' >&2) || true
+done
 
-trace="$(mktemp -d)/walkthrough.cst"
-echo
-echo "== the same program with cuswap preloaded, budget 1 GiB, recording to $trace"
-CUSWAP_CONF="budget:1GiB,record:$trace,stats:true" LD_PRELOAD="$PWD/build/hooks/libcuswap.so" \
-  build/bench/cuswap-walkthrough "$@" 2>&1 | grep -E "^result|stats: (evictions|prefetches|bytes_to|peak_device)"
-echo
-build/cli/cuswap inspect "$trace"
+python3 - "$out" <<'EOF'
+import json, sys
+out = sys.argv[1]
+runs = {p: json.load(open(f"{out}/{p}.json")) for p in ("none", "reactive", "online")}
+none = runs["none"]
+mib = lambda b: b / (1 << 20)
+print()
+print(f"One training step of ResNet-50 needs {mib(none['workload_peak_bytes']):.0f} MiB of device memory; "
+      f"the simulated GPU has {mib(none['device_memory_bytes']):.0f} MiB "
+      f"and a {none['link']} link to the host.")
+if none["completed"]:
+    print("The plain driver ran it: give --device-memory less than the step's peak.")
+else:
+    print(f"Without cuswap the step fails: {none['error']}.")
+inf = none["infinite_memory_ns"]
+print(f"With memory to spare the step takes {inf / 1e6:.1f} ms.")
+for policy, words in (("reactive", "evicting the least recently used buffers when memory runs out"),
+                      ("online", "following the plan it made from the second iteration")):
+    r = runs[policy]
+    if not r["completed"]:
+        print(f"With cuswap, {words}: it did not complete: {r['error']}.")
+        continue
+    lost = r["integrity_errors"] + r["hazards"]
+    print(f"With cuswap, {words}: it completes in {r['iteration_ns'] / 1e6:.1f} ms, "
+          f"{r['iteration_ns'] / inf:.2f}x the time with memory to spare, moving "
+          f"{r['h2d_bytes'] / 1e9:.2f} GB each way per step; "
+          + ("nothing lost (every byte checked, no unordered access)." if lost == 0 else
+             f"{r['integrity_errors']} wrong bytes and {r['hazards']} hazards!"))
+ok = all(runs[p]["completed"] and runs[p]["integrity_errors"] == 0 and runs[p]["hazards"] == 0
+         for p in ("reactive", "online"))
+sys.exit(0 if ok else 1)
+EOF

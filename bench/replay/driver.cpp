@@ -22,11 +22,11 @@ bool open_driver(Driver& d, std::string& error) {
     error = fmt::format("cannot load libcuda.so.1: {}", dlerror());
     return false;
   }
-#define CUSWAP_REPLAY_RESOLVE(name)                                                      \
-  d.name = reinterpret_cast<decltype(d.name)>(dlsym(lib, CUSWAP_REPLAY_STR(name)));      \
-  if (!d.name) {                                                                         \
-    error = fmt::format("libcuda.so.1 has no {}", CUSWAP_REPLAY_STR(name));              \
-    return false;                                                                        \
+#define CUSWAP_REPLAY_RESOLVE(name)                                                 \
+  d.name = reinterpret_cast<decltype(d.name)>(dlsym(lib, CUSWAP_REPLAY_STR(name))); \
+  if (!d.name) {                                                                    \
+    error = fmt::format("libcuda.so.1 has no {}", CUSWAP_REPLAY_STR(name));         \
+    return false;                                                                   \
   }
   CUSWAP_REPLAY_DRIVER(CUSWAP_REPLAY_RESOLVE)
 #undef CUSWAP_REPLAY_RESOLVE

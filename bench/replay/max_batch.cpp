@@ -60,9 +60,9 @@ int run_max_batch(const ReplayOptions& given) {
     if (!infinite.count(scale)) infinite[scale] = median_steady_ns(run_infinite(o, p));
     t.passed = r.completed && r.integrity_errors == 0 && r.hazards == 0;
     if (!t.passed)
-      why = !r.error.empty() ? r.error
-                             : fmt::format("{} integrity errors, {} hazards", r.integrity_errors,
-                                           r.hazards);
+      why = !r.error.empty()
+                ? r.error
+                : fmt::format("{} integrity errors, {} hazards", r.integrity_errors, r.hazards);
     t.ns = median_steady_ns(r);
     return t;
   };
@@ -73,8 +73,8 @@ int run_max_batch(const ReplayOptions& given) {
     double pass = 0, fail = 0;
     const auto record = [&](double scale, const Trial& t) {
       const std::optional<int64_t> inf = infinite[scale];
-      const double overhead =
-          t.ns && inf && *inf > 0 ? static_cast<double>(*t.ns - *inf) / static_cast<double>(*inf)
+      const double overhead = t.ns && inf && *inf > 0
+                                  ? static_cast<double>(*t.ns - *inf) / static_cast<double>(*inf)
                                   : 1e9;
       if (scale > row.max_scale) {
         row.max_scale = scale;
@@ -106,7 +106,8 @@ int run_max_batch(const ReplayOptions& given) {
         row.limit = fmt::format("at scale {}: {}", mid, why);
       }
     }
-    if (fail == 0) row.limit = fmt::format("still passing at scale {}", kScales[std::size(kScales) - 1]);
+    if (fail == 0)
+      row.limit = fmt::format("still passing at scale {}", kScales[std::size(kScales) - 1]);
     rows.push_back(std::move(row));
   }
   if (o.json) {
@@ -116,16 +117,17 @@ int run_max_batch(const ReplayOptions& given) {
         cli::json_string(o.trace), base.device_memory_bytes, base.budget_bytes);
     for (size_t i = 0; i < rows.size(); ++i)
       text += fmt::format(
-          "{}\n    {{\"policy\": {}, \"max_batch_scale\": {}, \"max_batch_scale_within_10pct\": {}, "
+          "{}\n    {{\"policy\": {}, \"max_batch_scale\": {}, \"max_batch_scale_within_10pct\": "
+          "{}, "
           "\"iteration_ns\": {}, \"overhead\": {}, \"limit\": {}}}",
-          i ? "," : "", cli::json_string(rows[i].policy), rows[i].max_scale,
-          rows[i].max_scale_fast, rows[i].ns_at_max ? fmt::format("{}", *rows[i].ns_at_max) : "null",
+          i ? "," : "", cli::json_string(rows[i].policy), rows[i].max_scale, rows[i].max_scale_fast,
+          rows[i].ns_at_max ? fmt::format("{}", *rows[i].ns_at_max) : "null",
           rows[i].ns_at_max ? fmt::format("{:.4f}", rows[i].overhead_at_max) : "null",
           cli::json_string(rows[i].limit));
     fmt::print("{}\n  ]\n}}\n", text);
   } else {
-    fmt::print("{}: device memory {}, budget {}\n", o.trace, cli::human_bytes(base.device_memory_bytes),
-               cli::human_bytes(base.budget_bytes));
+    fmt::print("{}: device memory {}, budget {}\n", o.trace,
+               cli::human_bytes(base.device_memory_bytes), cli::human_bytes(base.budget_bytes));
     fmt::print("{:<10} {:>10} {:>14} {:>14} {:>9}  {}\n", "policy", "max scale", "within 10%",
                "iteration", "overhead", "limit");
     for (const Row& r : rows)

@@ -199,8 +199,9 @@ RunResult run_infinite(const ReplayOptions& o, const Prepared& p) {
 
 std::optional<int64_t> median_steady_ns(const RunResult& r) {
   if (!r.completed || r.iteration_ns.empty()) return std::nullopt;
-  std::vector<int64_t> steady(r.iteration_ns.begin() + (r.iteration_ns.size() > 1 ? 1 : 0),
-                              r.iteration_ns.end());
+  std::vector<int64_t> steady(
+      r.iteration_ns.begin() + steady_from(static_cast<uint32_t>(r.iteration_ns.size())),
+      r.iteration_ns.end());
   std::sort(steady.begin(), steady.end());
   return steady[steady.size() / 2];
 }

@@ -19,14 +19,14 @@ struct ReplayOptions {
   std::string device_memory;  // SIZE; "": the workload's peak x 1.25, MiB up
   std::string policy = "none";
   double batch_scale = 1.0;
-  uint32_t iterations = 4;
+  uint32_t iterations = 6;
   bool json = false;
   bool max_batch = false;
-  std::string shim;         // libcuswap.so; "": next to the build tree, or $CUSWAP_REPLAY_SHIM
-  std::string simcuda_dir;  // simcuda's libcuda.so.1; "": the build tree or $CUSWAP_REPLAY_SIMCUDA
+  std::string shim;          // libcuswap.so; "": next to the build tree, or $CUSWAP_REPLAY_SHIM
+  std::string simcuda_dir;   // simcuda's libcuda.so.1; "": the build tree or $CUSWAP_REPLAY_SIMCUDA
   bool real_driver = false;  // the system's libcuda.so.1, not simcuda
-  bool host_vmm = true;     // Note [Replay eviction mode]
-  std::string extra_conf;   // added to CUSWAP_CONF (--cuswap-conf)
+  bool host_vmm = true;      // Note [Replay eviction mode]
+  std::string extra_conf;    // added to CUSWAP_CONF (--cuswap-conf)
   cli::PolicyArgs policy_args;  // --budget, --link, --time-scale, --device, --iteration
 };
 

@@ -73,6 +73,7 @@ class Replay {
     if (!setup()) return;
     simcuda_stats first{}, last{};
     double first_counters[3] = {}, last_counters[3] = {};
+    const uint32_t from = steady_from(o_.iterations);
     for (uint32_t it = 0; it < o_.iterations; ++it) {
       if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return;
       simcuda_stats before = stats();
@@ -86,23 +87,25 @@ class Replay {
       const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - wall0)
                                .count();
-      r_.iteration_ns.push_back(d_.simulated()
-                                    ? static_cast<int64_t>(after.virtual_ns - before.virtual_ns)
-                                    : wall_ns);
-      double* counters = it == 0 ? first_counters : last_counters;
+      r_.iteration_ns.push_back(
+          d_.simulated() ? static_cast<int64_t>(after.virtual_ns - before.virtual_ns) : wall_ns);
       const char* json = d_.cuswap_stats_json ? d_.cuswap_stats_json() : nullptr;
-      counters[0] = stats_counter(json, "prefetches_on_demand");
-      counters[1] = stats_counter(json, "prefetches");
-      counters[2] = stats_counter(json, "evictions");
-      // The steady state is every iteration but the first (the first alone
-      // when it is the only one).
-      if (it == 0) first = o_.iterations > 1 ? after : before;
+      last_counters[0] = stats_counter(json, "prefetches_on_demand");
+      last_counters[1] = stats_counter(json, "prefetches");
+      last_counters[2] = stats_counter(json, "evictions");
+      // Note [Replay steady state iterations]
+      if (it == 0 && from == 0) first = before;
+      if (from > 0 && it + 1 == from) {
+        first = after;
+        std::copy(std::begin(last_counters), std::end(last_counters), first_counters);
+      }
       last = after;
     }
-    const double steady = o_.iterations > 1 ? o_.iterations - 1 : 1;
-    r_.h2d_bytes = static_cast<uint64_t>(static_cast<double>(last.h2d_bytes - first.h2d_bytes) / steady);
-    r_.d2h_bytes = static_cast<uint64_t>(static_cast<double>(last.d2h_bytes - first.d2h_bytes) / steady);
-    if (o_.iterations == 1) first_counters[0] = first_counters[1] = first_counters[2] = 0;
+    const double steady = o_.iterations - from;
+    r_.h2d_bytes =
+        static_cast<uint64_t>(static_cast<double>(last.h2d_bytes - first.h2d_bytes) / steady);
+    r_.d2h_bytes =
+        static_cast<uint64_t>(static_cast<double>(last.d2h_bytes - first.d2h_bytes) / steady);
     r_.prefetches_on_demand = (last_counters[0] - first_counters[0]) / steady;
     r_.prefetches = (last_counters[1] - first_counters[1]) / steady;
     r_.evictions = (last_counters[2] - first_counters[2]) / steady;
@@ -187,7 +190,8 @@ class Replay {
   bool allocate(uint32_t t, const std::string& where) {
     const uint64_t size = w_.tensors[t].size_bytes;
     const uint64_t charged = charged_bytes(size);
-    if (!r_.cuswap && pending_bytes_ > 0 && used_bytes_ + pending_bytes_ + charged > free_at_start_) {
+    if (!r_.cuswap && pending_bytes_ > 0 &&
+        used_bytes_ + pending_bytes_ + charged > free_at_start_) {
       if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return false;
       pending_bytes_ = 0;
     }
@@ -255,9 +259,7 @@ class Replay {
     return write_all(s_.setup, kBeforeFirst);
   }
 
-  std::string at_op(uint32_t op) const {
-    return fmt::format("at op {} ({})", op, w_.ops[op].name);
-  }
+  std::string at_op(uint32_t op) const { return fmt::format("at op {} ({})", op, w_.ops[op].name); }
 
   bool iteration(uint32_t it) {
     const auto n = static_cast<uint32_t>(w_.ops.size());
@@ -268,8 +270,8 @@ class Replay {
       }
       for (uint32_t l = s_.first_launch[op]; l <= s_.last_launch[op]; ++l) {
         const Launch& launch_ = s_.launches[l];
-        const CUresult r = launch(kernels_[index_of(launch_.slots)], launch_.slots,
-                                  launch_.tensors, launch_.writes,
+        const CUresult r = launch(kernels_[index_of(launch_.slots)], launch_.slots, launch_.tensors,
+                                  launch_.writes,
                                   static_cast<uint64_t>(std::max<int64_t>(0, launch_.duration_ns)));
         if (r != CUDA_SUCCESS) {
           uint64_t op_bytes = 0;
@@ -294,7 +296,8 @@ class Replay {
         ptr_[t] = 0;
       }
     for (uint32_t t : s_.end_reallocs)
-      if (!allocate(t, fmt::format("at the end of iteration {} (tensor {})", it, w_.tensors[t].name)))
+      if (!allocate(t,
+                    fmt::format("at the end of iteration {} (tensor {})", it, w_.tensors[t].name)))
         return false;
     return write_all(s_.end_reallocs, it);
   }
@@ -314,6 +317,10 @@ class Replay {
 };
 
 }  // namespace
+
+uint32_t steady_from(uint32_t iterations) {
+  return iterations > 1 ? std::max<uint32_t>(1, iterations / 2) : 0;
+}
 
 RunResult run_replay(const policy::Workload& workload, const Schedule& schedule,
                      const RunOptions& options) {
@@ -351,23 +358,35 @@ bool parse_result(const std::string& text, RunResult& r) {
     if (key == "completed") {
       r.completed = value == "1";
       seen = true;
-    } else if (key == "virtual_time") r.virtual_time = value == "1";
+    } else if (key == "virtual_time")
+      r.virtual_time = value == "1";
     else if (key == "iteration_ns") {
       r.iteration_ns.clear();
       std::istringstream list(value);
       for (std::string v; std::getline(list, v, ',');)
         if (v != "-") r.iteration_ns.push_back(std::strtoll(v.c_str(), nullptr, 10));
-    } else if (key == "h2d_bytes") r.h2d_bytes = u64();
-    else if (key == "d2h_bytes") r.d2h_bytes = u64();
-    else if (key == "integrity_errors") r.integrity_errors = u64();
-    else if (key == "hazards") r.hazards = u64();
-    else if (key == "peak_device_bytes") r.peak_device_bytes = u64();
-    else if (key == "cuswap") r.cuswap = value == "1";
-    else if (key == "cuswap_stats") r.cuswap_stats = value == "1";
-    else if (key == "prefetches_on_demand") r.prefetches_on_demand = std::strtod(value.c_str(), nullptr);
-    else if (key == "prefetches") r.prefetches = std::strtod(value.c_str(), nullptr);
-    else if (key == "evictions") r.evictions = std::strtod(value.c_str(), nullptr);
-    else if (key == "error") r.error = value;
+    } else if (key == "h2d_bytes")
+      r.h2d_bytes = u64();
+    else if (key == "d2h_bytes")
+      r.d2h_bytes = u64();
+    else if (key == "integrity_errors")
+      r.integrity_errors = u64();
+    else if (key == "hazards")
+      r.hazards = u64();
+    else if (key == "peak_device_bytes")
+      r.peak_device_bytes = u64();
+    else if (key == "cuswap")
+      r.cuswap = value == "1";
+    else if (key == "cuswap_stats")
+      r.cuswap_stats = value == "1";
+    else if (key == "prefetches_on_demand")
+      r.prefetches_on_demand = std::strtod(value.c_str(), nullptr);
+    else if (key == "prefetches")
+      r.prefetches = std::strtod(value.c_str(), nullptr);
+    else if (key == "evictions")
+      r.evictions = std::strtod(value.c_str(), nullptr);
+    else if (key == "error")
+      r.error = value;
   }
   return seen;
 }

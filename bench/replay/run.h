@@ -14,10 +14,10 @@ namespace cuswap::bench {
 
 struct RunResult {
   bool completed = false;
-  std::string error;                   // "" when completed
-  std::vector<int64_t> iteration_ns;   // per finished iteration (virtual ns on simcuda)
-  bool virtual_time = false;           // simcuda's clock, or the wall clock
-  uint64_t h2d_bytes = 0, d2h_bytes = 0;  // per steady-state iteration (all but the first)
+  std::string error;                      // "" when completed
+  std::vector<int64_t> iteration_ns;      // per finished iteration (virtual ns on simcuda)
+  bool virtual_time = false;              // simcuda's clock, or the wall clock
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;  // per steady-state iteration
   uint64_t integrity_errors = 0;
   uint64_t hazards = 0;
   uint64_t peak_device_bytes = 0;
@@ -27,8 +27,15 @@ struct RunResult {
   double prefetches_on_demand = 0, prefetches = 0, evictions = 0;
 };
 
+// Note [Replay steady state iterations]
+// The steady state is the second half of the iterations (never the first,
+// unless it is the only one): the first holds start-up work, and online
+// planning records one iteration and takes over after the plan is made, a
+// few iterations in. Figures per iteration are over these.
+uint32_t steady_from(uint32_t iterations);
+
 struct RunOptions {
-  uint32_t iterations = 4;
+  uint32_t iterations = 6;
   int device = 0;
 };
 

@@ -11,7 +11,9 @@
 
 namespace cuswap::bench {
 
-std::string variant_name(uint32_t slots) { return fmt::format("cuswap_replay_op{}", slots); }
+std::string variant_name(uint32_t slots) {
+  return fmt::format("cuswap_replay_op{}", slots);
+}
 
 uint32_t variant_slots(uint32_t buffers) {
   for (uint32_t slots : kVariantSlots)
@@ -100,7 +102,8 @@ Schedule build_schedule(const policy::Workload& w, double time_scale) {
                        policy::scaled_ns(w.ops[op].duration_ns, time_scale);
     add_launches(w, op, ns, s, launches_of);
     for (uint32_t t : w.frees_after[op])
-      if (w.tensors[t].size_bytes > 0 && !w.tensors[t].resident_at_start()) s.frees[op].push_back(t);
+      if (w.tensors[t].size_bytes > 0 && !w.tensors[t].resident_at_start())
+        s.frees[op].push_back(t);
     // A head is freed too, whether paired or not: its buffer goes.
     for (uint32_t t : w.frees_after[op])
       if (w.tensors[t].size_bytes > 0 && w.tensors[t].resident_at_start()) s.frees[op].push_back(t);
@@ -136,7 +139,8 @@ void scale_batch(policy::Workload& w, double factor) {
   const auto n = static_cast<uint32_t>(w.ops.size());
   for (policy::WorkTensor& t : w.tensors)
     if (!t.resident_at_start() && t.free_op < n)
-      t.size_bytes = static_cast<uint64_t>(std::llround(static_cast<double>(t.size_bytes) * factor));
+      t.size_bytes =
+          static_cast<uint64_t>(std::llround(static_cast<double>(t.size_bytes) * factor));
   for (policy::WorkOp& op : w.ops) {
     op.duration_ns = std::llround(static_cast<double>(op.duration_ns) * factor);
     op.idle_ns = std::llround(static_cast<double>(op.idle_ns) * factor);

@@ -63,23 +63,23 @@ uint32_t variant_slots(uint32_t buffers);  // the smallest variant that holds th
 
 struct Launch {
   uint32_t op = 0;
-  uint32_t slots = 4;            // the variant
-  uint32_t ordinal = 0;          // among the iteration's launches of the variant
-  std::vector<uint32_t> tensors; // workload tensor indices
-  std::vector<uint8_t> writes;   // per tensor: 1 written (allocated by the op), 0 read
-  int64_t duration_ns = 0;       // idle + duration of the op, scaled (on its first launch)
+  uint32_t slots = 4;             // the variant
+  uint32_t ordinal = 0;           // among the iteration's launches of the variant
+  std::vector<uint32_t> tensors;  // workload tensor indices
+  std::vector<uint8_t> writes;    // per tensor: 1 written (allocated by the op), 0 read
+  int64_t duration_ns = 0;        // idle + duration of the op, scaled (on its first launch)
 };
 
 struct Schedule {
   // Before the first iteration, after the counter: resident tensors to
   // allocate and write, in this order.
   std::vector<uint32_t> setup;
-  std::vector<std::vector<uint32_t>> allocs;  // per op
-  std::vector<std::vector<uint32_t>> frees;   // per op, after its launches
-  std::vector<Launch> launches;               // in issue order
+  std::vector<std::vector<uint32_t>> allocs;        // per op
+  std::vector<std::vector<uint32_t>> frees;         // per op, after its launches
+  std::vector<Launch> launches;                     // in issue order
   std::vector<uint32_t> first_launch, last_launch;  // per op
-  std::vector<uint32_t> end_frees;    // unpaired tails, at the end of each iteration
-  std::vector<uint32_t> end_reallocs; // unpaired heads, allocated again after end_frees
+  std::vector<uint32_t> end_frees;                  // unpaired tails, at the end of each iteration
+  std::vector<uint32_t> end_reallocs;  // unpaired heads, allocated again after end_frees
   // Per tensor: the head a paired tail becomes next iteration, and back.
   std::vector<uint32_t> becomes, carried_from;
   // Per tensor: Note [Replay runtime identities]; kNone for 0-byte tensors.
