@@ -186,8 +186,7 @@ void PlanFollow::begin_iteration_locked() noexcept {
     }
     if (online_ && !follower_) online_->begin_iteration(iteration_, live);
   } catch (...) {
-    follower_.reset();
-    log::warn("out of memory at an iteration's start; not following a plan");
+    give_up_locked();
   }
 }
 
@@ -197,22 +196,37 @@ void PlanFollow::iteration_mark() noexcept {
   begin_iteration_locked();
 }
 
+// Out of memory inside the cursor or the recording: stop following and
+// planning, and keep the budget reactively; the program goes on.
+void PlanFollow::give_up_locked() noexcept {
+  follower_.reset();
+  pending_.reset();
+  online_.reset();
+  static log::Limited limit(1);
+  if (limit.allow())
+    log::warn("out of memory following a plan; evicting only when memory runs out");
+}
+
 void PlanFollow::on_alloc(uint64_t id, uintptr_t base, uint64_t size_bytes) noexcept {
   std::lock_guard lock(mu_);
   try {
     live_.emplace(id, Live{base, size_bytes});
+    if (follower_) follower_->on_alloc(id, size_bytes);
+    if (online_) online_->on_alloc(id, size_bytes);
   } catch (...) {
-    return;
+    give_up_locked();
   }
-  if (follower_) follower_->on_alloc(id, size_bytes);
-  if (online_) online_->on_alloc(id, size_bytes);
 }
 
 void PlanFollow::on_free(uint64_t id) noexcept {
   std::lock_guard lock(mu_);
-  live_.erase(id);
-  if (follower_) follower_->on_free(id);
-  if (online_) online_->on_free(id);
+  try {
+    live_.erase(id);
+    if (follower_) follower_->on_free(id);
+    if (online_) online_->on_free(id);
+  } catch (...) {
+    give_up_locked();
+  }
 }
 
 void PlanFollow::before_launch(const KernelInfo* kernel, CUstream stream,
@@ -255,19 +269,19 @@ void PlanFollow::before_launch(const KernelInfo* kernel, CUstream stream,
     }
   } catch (...) {
     tl_evict_after.clear();
+    give_up_locked();
   }
 }
 
 void PlanFollow::launch_prepared(CUstream stream) noexcept {
-  if (!online_) return;
   std::lock_guard lock(mu_);
-  online_->launch_started(stream);
+  if (online_) online_->launch_started(stream);
 }
 
 void PlanFollow::after_launch(CUstream stream, CUresult result) noexcept {
-  if (online_) {
+  {
     std::lock_guard lock(mu_);
-    online_->launch_ended(stream, result);
+    if (online_) online_->launch_ended(stream, result);
   }
   if (tl_evict_after.empty()) return;
   if (result == CUDA_SUCCESS) {

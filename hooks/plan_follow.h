@@ -97,6 +97,7 @@ class PlanFollow {
     CUevent done = nullptr;   // the prefetch copy ended
   };
   void begin_iteration_locked() noexcept;
+  void give_up_locked() noexcept;
   void resolve_timings_locked(bool all) noexcept;
   CUevent take_event() noexcept;
   void give_event(CUevent event) noexcept;
