@@ -123,7 +123,6 @@ class PlanFollow {
   std::vector<Timed> timed_;
   std::vector<CUevent> event_pool_;
   policy::PlanFollower::Actions actions_;
-  std::vector<uintptr_t> evict_after_;  // bases, for after_launch (one launch at a time)
   SwapStats at_iteration_start_;
   IterationFigures current_, last_;
   std::string last_mismatch_logged_;

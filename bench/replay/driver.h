@@ -15,12 +15,13 @@ namespace cuswap::bench {
 
 // X(name as cuda.h spells it); the symbol is what the name expands to
 // (cuMemAlloc -> cuMemAlloc_v2), the prototype the header's.
-#define CUSWAP_REPLAY_DRIVER(X)                                                             \
-  X(cuInit)                                                                                 \
-  X(cuGetErrorName) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)      \
-      X(cuCtxSetCurrent) X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate)       \
-          X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemFreeAsync) X(cuMemsetD8) \
-              X(cuMemcpyDtoH) X(cuLaunchKernel) X(cuCtxSynchronize) X(cuMemGetInfo)
+#define CUSWAP_REPLAY_DRIVER(X)                                                           \
+  X(cuInit)                                                                               \
+  X(cuGetErrorName)                                                                       \
+  X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)   \
+      X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamSynchronize) \
+          X(cuMemAlloc) X(cuMemFree) X(cuMemFreeAsync) X(cuMemsetD8) X(cuMemcpyDtoH)      \
+              X(cuLaunchKernel) X(cuCtxSynchronize) X(cuMemGetInfo)
 
 struct Driver {
 #define CUSWAP_REPLAY_MEMBER(name) decltype(&::name) name = nullptr;

@@ -67,6 +67,7 @@ int parent_main(const ReplayOptions& o) {
         "  \"iterations\": {},\n  \"iteration_ns\": {},\n  \"iteration_ns_each\": [{}],\n"
         "  \"virtual_time\": {},\n  \"infinite_memory_ns\": {},\n  \"lower_bound_ns\": {},\n"
         "  \"predicted_ns\": {},\n  \"h2d_bytes\": {},\n  \"d2h_bytes\": {},\n"
+        "  \"stall_ns\": {},\n  \"host_wait_ns\": {},\n"
         "  \"integrity_errors\": {},\n  \"hazards\": {},\n  \"peak_device_bytes\": {},\n"
         "  \"prefetches_on_demand\": {},\n  \"cuswap_stats\": {},\n  \"device_memory_bytes\": {},\n"
         "  \"budget_bytes\": {},\n  \"workload_peak_bytes\": {},\n  \"link\": {},\n"
@@ -74,8 +75,9 @@ int parent_main(const ReplayOptions& o) {
         cli::json_string(o.trace), cli::json_string(o.policy), r.completed ? "true" : "false",
         r.error.empty() ? "null" : cli::json_string(r.error), o.iterations, opt_json(ns), each,
         r.virtual_time ? "true" : "false", opt_json(inf_ns), bounds.problem_ns,
-        opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.integrity_errors, r.hazards,
-        r.peak_device_bytes, r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "null",
+        opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.stall_ns, r.host_wait_ns,
+        r.integrity_errors, r.hazards, r.peak_device_bytes,
+        r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "null",
         r.cuswap_stats ? "true" : "false", p.device_memory_bytes, p.budget_bytes, p.peak_bytes,
         cli::json_string(p.loaded.request.link.name), p.loaded.request.time_scale, p.batch_scale,
         cli::json_string(p.simcuda_dir.empty() ? "system" : "simcuda"));

@@ -106,6 +106,10 @@ class Replay {
         static_cast<uint64_t>(static_cast<double>(last.h2d_bytes - first.h2d_bytes) / steady);
     r_.d2h_bytes =
         static_cast<uint64_t>(static_cast<double>(last.d2h_bytes - first.d2h_bytes) / steady);
+    r_.stall_ns =
+        static_cast<uint64_t>(static_cast<double>(last.stall_ns - first.stall_ns) / steady);
+    r_.host_wait_ns =
+        static_cast<uint64_t>(static_cast<double>(last.host_wait_ns - first.host_wait_ns) / steady);
     r_.prefetches_on_demand = (last_counters[0] - first_counters[0]) / steady;
     r_.prefetches = (last_counters[1] - first_counters[1]) / steady;
     r_.evictions = (last_counters[2] - first_counters[2]) / steady;
@@ -340,10 +344,11 @@ std::string format_result(const RunResult& r) {
   return fmt::format(
       "completed {}\nvirtual_time {}\niteration_ns {}\nh2d_bytes {}\nd2h_bytes {}\n"
       "integrity_errors {}\nhazards {}\npeak_device_bytes {}\ncuswap {}\ncuswap_stats {}\n"
-      "prefetches_on_demand {}\nprefetches {}\nevictions {}\nerror {}\n",
+      "prefetches_on_demand {}\nprefetches {}\nevictions {}\nstall_ns {}\nhost_wait_ns {}\n"
+      "error {}\n",
       r.completed ? 1 : 0, r.virtual_time ? 1 : 0, ns.empty() ? "-" : ns, r.h2d_bytes, r.d2h_bytes,
       r.integrity_errors, r.hazards, r.peak_device_bytes, r.cuswap ? 1 : 0, r.cuswap_stats ? 1 : 0,
-      r.prefetches_on_demand, r.prefetches, r.evictions, error);
+      r.prefetches_on_demand, r.prefetches, r.evictions, r.stall_ns, r.host_wait_ns, error);
 }
 
 bool parse_result(const std::string& text, RunResult& r) {
@@ -375,6 +380,10 @@ bool parse_result(const std::string& text, RunResult& r) {
       r.hazards = u64();
     else if (key == "peak_device_bytes")
       r.peak_device_bytes = u64();
+    else if (key == "stall_ns")
+      r.stall_ns = u64();
+    else if (key == "host_wait_ns")
+      r.host_wait_ns = u64();
     else if (key == "cuswap")
       r.cuswap = value == "1";
     else if (key == "cuswap_stats")

@@ -18,6 +18,9 @@ struct RunResult {
   std::vector<int64_t> iteration_ns;      // per finished iteration (virtual ns on simcuda)
   bool virtual_time = false;              // simcuda's clock, or the wall clock
   uint64_t h2d_bytes = 0, d2h_bytes = 0;  // per steady-state iteration
+  // Per steady-state iteration on simcuda: compute time held back by waits
+  // on other streams (copies), and host time spent waiting.
+  uint64_t stall_ns = 0, host_wait_ns = 0;
   uint64_t integrity_errors = 0;
   uint64_t hazards = 0;
   uint64_t peak_device_bytes = 0;
