@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libsimdjson-dev libprotobuf-dev protobuf-compiler zlib1g-dev
+  python3
 )
 
 missing=()
