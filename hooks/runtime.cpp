@@ -113,11 +113,12 @@ void initialise() {
     rt->driver.load(handle, cuswap_real_dlsym);
     build_real_to_hook(*rt);
     rt->passthrough.store(options.passthrough);
+    std::string plan_error;
     if (!options.passthrough && !has_budget(options) && !options.plan_path.empty()) {
       // A plan without a budget: the plan's own (checked again at cuInit).
       policy::Plan plan;
-      std::string error;
-      if (policy::read_plan_file(options.plan_path.c_str(), plan, error) && plan.budget_bytes > 0)
+      if (policy::read_plan_file(options.plan_path.c_str(), plan, plan_error) &&
+          plan.budget_bytes > 0)
         options.budget_bytes.all = plan.budget_bytes;
       rt->options = options;
     }
@@ -128,8 +129,11 @@ void initialise() {
       rt->allocator = std::make_unique<Allocator>(rt->driver, settings);
       rt->follow = std::make_unique<PlanFollow>(rt->driver, *rt->allocator, options);
     } else if (!options.plan_path.empty() && !options.passthrough) {
-      log::error("plan {}: no budget set and none in the plan; not following it",
-                 options.plan_path.view());
+      if (plan_error.empty())
+        log::error("{}: key budget_bytes: no budget set and none in the plan; not following it",
+                   options.plan_path.view());
+      else
+        log::error("{}; not following it, and no budget is set", plan_error);
     }
     pthread_atfork(nullptr, nullptr, on_fork_child);
     std::atexit(on_exit);
@@ -376,10 +380,9 @@ void load_plan(Runtime& rt) noexcept {
   static std::atomic<bool> loaded{false};
   if (!rt.follow || rt.options.plan_path.empty() || loaded.exchange(true)) return;
   std::string error;
-  if (!rt.follow->load_plan(rt.options.plan_path.c_str(), error)) {
+  // The runtime keeps its iterations and stats; it only has no plan.
+  if (!rt.follow->load_plan(rt.options.plan_path.c_str(), error))
     log::error("{}; not following it, evicting only when memory runs out", error);
-    rt.follow.reset();
-  }
 }
 
 }  // namespace
