@@ -179,8 +179,8 @@ void PlanFollow::begin_iteration_locked() noexcept {
                   iteration_, last_mismatch_logged_);
       }
       if (follower_->stale() && online_) {
-        log::info("the plan went stale after {} mismatched iterations; planning again",
-                  policy::kReplanAfter);
+        log::report("the plan went stale after {} mismatched iterations; planning again",
+                    policy::kReplanAfter);
         follower_.reset();
       }
     }

@@ -121,6 +121,20 @@ TEST(PlanFollowing, OnlinePlanningTakesOverAndWaitsLessThanReactive) {
   EXPECT_GT(last_iteration(online, "prefetches_planned"), 0) << online.out;
 }
 
+TEST(PlanFollowing, AStalePlanIsMadeAgainOnline) {
+  // From iteration 5 every step is half as long: three mismatched
+  // iterations make the plan stale, the next is recorded and planned.
+  ProgramResult r = train(kBudget, {"--shrink-from", "5", "--iterations", "14"});
+  expect_intact(r);
+  EXPECT_NE(r.err.find("plan of iteration 2 takes over"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("went stale"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plan of iteration 9 takes over"), std::string::npos) << r.err;
+  const size_t last = r.out.find("\"last_iteration\"");
+  ASSERT_NE(last, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"followed\": true", last), std::string::npos) << r.out;
+  EXPECT_GT(last_iteration(r, "prefetches_planned"), 0) << r.out;
+}
+
 TEST(PlanFollowing, IterationsAreFoundWithoutMarks) {
   ProgramResult r = train(kBudget, {"--no-marks", "--iterations", "8"});
   expect_intact(r);

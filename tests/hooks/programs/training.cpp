@@ -8,7 +8,8 @@
 // Options: --layers N, --iterations N, --layer-us N, --no-marks (never
 // call cuswap_iteration_begin), --reorder-at K (iteration K allocates its
 // first two activations in the other order), --shrink-at K (iteration K
-// runs half the layers, as a last partial batch would).
+// runs half the layers, as a last partial batch would), --shrink-from K
+// (every iteration from K on does).
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -39,7 +40,7 @@ uint32_t pattern(int layer, int iteration) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int layers = 16, iterations = 6, reorder_at = -1, shrink_at = -1;
+  int layers = 16, iterations = 6, reorder_at = -1, shrink_at = -1, shrink_from = -1;
   uint64_t layer_ns = 1'000'000;
   bool marks = true;
   for (int i = 1; i < argc; ++i) {
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
       reorder_at = static_cast<int>(next());
     else if (arg == "--shrink-at")
       shrink_at = static_cast<int>(next());
+    else if (arg == "--shrink-from")
+      shrink_from = static_cast<int>(next());
     else {
       std::fprintf(stderr, "training: unknown argument %s\n", arg.c_str());
       return 2;
@@ -88,7 +91,8 @@ int main(int argc, char** argv) {
     if (marks && iteration_begin) iteration_begin();
     simcuda_stats before{};
     simcuda_get_stats(&before);
-    const int n = it == shrink_at ? layers / 2 : layers;
+    const bool shrunk = it == shrink_at || (shrink_from >= 0 && it >= shrink_from);
+    const int n = shrunk ? layers / 2 : layers;
     std::vector<CUdeviceptr> act(static_cast<size_t>(n), 0);
     failures += launch_check(k, stream, weights, kWeightBytes, 77, wrong, layer_ns) != CUDA_SUCCESS;
     for (int i = 0; i < n; ++i) {
