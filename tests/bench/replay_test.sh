@@ -5,6 +5,7 @@ set -u
 replay=$1 data=$2 case=$3
 lstm=$data/tf1/lstm-l1-t32-b2.step_stats.pb.gz
 seq2seq=$data/tf1/seq2seq-t100-b4.step_stats.pb.gz
+resnet=$data/tf2/resnet50-32px-b4.xplane.pb.gz
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
@@ -34,6 +35,20 @@ case $case in
       >"$out" 2>"$err"; rc=$?
     expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0
     expect_positive predicted_ns ;;
+  online_waits_less)
+    # ResNet-50 at 60% of its peak on pcie3: online planning fetches far
+    # fewer buffers on demand than reactive eviction, losing nothing.
+    "$replay" "$resnet" --policy reactive --device-memory 190MiB --link pcie3 --json \
+      >"$out" 2>"$err"; rc=$?
+    expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0
+    reactive=$(field prefetches_on_demand)
+    "$replay" "$resnet" --policy online --device-memory 190MiB --link pcie3 --json \
+      >"$out" 2>"$err"; rc=$?
+    expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0
+    grep -q "takes over" "$err" || fail "online planning did not take over"
+    online=$(field prefetches_on_demand)
+    awk -v o="$online" -v r="$reactive" 'BEGIN { exit !(o < r) }' ||
+      fail "online fetched $online buffers on demand per iteration, reactive $reactive" ;;
   missing_trace)
     "$replay" "$data/no-such-trace.json" --json >"$out" 2>"$err"; rc=$?
     expect_exit 2; grep -q "no-such-trace.json" "$err" || fail "the error does not name the file" ;;
