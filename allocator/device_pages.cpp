@@ -253,6 +253,18 @@ bool Allocator::event_done(SharedEvent*& event) noexcept {
   return true;
 }
 
+// A host copy nothing reads any more, kept for the next eviction of that
+// size; one that cannot be kept is let go.
+void Allocator::cache_host_copy(Device& dev, const HostCopy& copy) noexcept {
+  try {
+    dev.host_cache.push_back(copy);
+  } catch (...) {
+    (void)driver_.cuMemUnmap(copy.window, copy.size_bytes);
+    (void)driver_.cuMemAddressFree(copy.window, copy.size_bytes);
+    (void)driver_.cuMemRelease(copy.handle);
+  }
+}
+
 // Host copies whose prefetch copy is done go back to the stash or cache.
 void Allocator::collect_host_releases(Device& dev, bool wait) noexcept {
   auto& releases = dev.host_releases;
@@ -270,13 +282,7 @@ void Allocator::collect_host_releases(Device& dev, bool wait) noexcept {
     }
     if (release.host.handle) {
       stats_.host_bytes -= release.host.size_bytes;
-      try {
-        dev.host_cache.push_back(release.host);
-      } catch (...) {
-        (void)driver_.cuMemUnmap(release.host.window, release.host.size_bytes);
-        (void)driver_.cuMemAddressFree(release.host.window, release.host.size_bytes);
-        (void)driver_.cuMemRelease(release.host.handle);
-      }
+      cache_host_copy(dev, release.host);
     }
     releases[i] = releases.back();
     releases.pop_back();

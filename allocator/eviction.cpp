@@ -131,13 +131,7 @@ void Allocator::release_host_copy(Device& dev, Block& block) noexcept {
   }
   if (block.host.handle) {
     stats_.host_bytes -= block.host.size_bytes;
-    try {
-      dev.host_cache.push_back(block.host);
-    } catch (...) {
-      (void)driver_.cuMemUnmap(block.host.window, block.host.size_bytes);
-      (void)driver_.cuMemAddressFree(block.host.window, block.host.size_bytes);
-      (void)driver_.cuMemRelease(block.host.handle);
-    }
+    cache_host_copy(dev, block.host);
     block.host = {};
   }
   block.residency = Residency::resident;

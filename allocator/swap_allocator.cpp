@@ -334,13 +334,7 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     }
     if (block->host.handle) {
       stats_.host_bytes -= block->host.size_bytes;
-      try {
-        dev.host_cache.push_back(block->host);
-      } catch (...) {
-        (void)driver_.cuMemUnmap(block->host.window, block->host.size_bytes);
-        (void)driver_.cuMemAddressFree(block->host.window, block->host.size_bytes);
-        (void)driver_.cuMemRelease(block->host.handle);
-      }
+      cache_host_copy(dev, block->host);
     }
     (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
     return;

@@ -89,6 +89,7 @@ namespace cuswap {
 // ordinary (unversioned) names can use the allocator.
 struct Driver;
 class HostStash;
+struct HostCopy;  // allocator/swap_internal.h
 
 // What the allocator needs to know, from CUSWAP_CONF.
 struct AllocatorSettings {
@@ -210,6 +211,7 @@ class Allocator {
   void retain_event(SharedEvent* event) noexcept;
   bool event_done(SharedEvent*& event) noexcept;
   void collect_host_releases(Device& dev, bool wait) noexcept;
+  void cache_host_copy(Device& dev, const HostCopy& copy) noexcept;
 
   // allocator/eviction.cpp
   CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep) noexcept;

@@ -12,8 +12,6 @@
 
 #include <string>
 
-#include <fmt/format.h>
-
 namespace cuswap::hooks {
 
 const char* const kHookNames[kHookCount] = {
@@ -68,24 +66,12 @@ CUSWAP_API void cuswap_iteration_begin(void) {
 }
 
 CUSWAP_API const char* cuswap_stats_json(void) {
-  // One string per thread, valid until the thread's next call.
+  // One string per thread, valid until the thread's next call. A budget
+  // always comes with a PlanFollow (hooks/runtime.cpp), which emits them.
   thread_local std::string json;
   cuswap::hooks::Runtime* rt = cuswap::hooks::runtime();
   try {
-    if (!rt || !rt->allocator || !rt->follow) {
-      json = "{}";
-      if (rt && rt->allocator) {
-        const cuswap::SwapStats s = rt->allocator->stats();
-        json = "{";
-#define CUSWAP_SWAP_STAT_JSON(name, description) \
-  json += fmt::format("{}\"{}\": {}", json.size() > 1 ? ", " : "", #name, s.name);
-        CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_JSON)
-#undef CUSWAP_SWAP_STAT_JSON
-        json += "}";
-      }
-    } else {
-      json = rt->follow->stats_json();
-    }
+    json = rt && rt->follow ? rt->follow->stats_json() : "{}";
   } catch (...) {
     return "{}";
   }

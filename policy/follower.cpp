@@ -238,14 +238,12 @@ void PlanFollower::on_launch(std::string_view kernel, Actions& out) {
     switch (t.kind) {
       case Kind::prefetch:
         out.prefetch.push_back(copy);
-        ++stats_.prefetches_started;
         break;
       case Kind::use:
         out.uses.push_back(copy);
         break;
       case Kind::evict:
         out.evict.push_back(copy);
-        ++stats_.evictions_started;
         break;
     }
   }

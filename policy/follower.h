@@ -48,8 +48,6 @@ struct FollowStats {
   uint64_t iterations = 0;
   uint64_t followed_iterations = 0;    // every entry bound, nothing mismatched
   uint64_t mismatched_iterations = 0;  // fell back to reactive part way
-  uint64_t prefetches_started = 0;
-  uint64_t evictions_started = 0;
   uint64_t late_prefetches = 0;
   uint64_t late_ns = 0;         // time uses waited for planned copies
   uint64_t triggers_moved = 0;  // Note [Moving triggers]
