@@ -77,7 +77,7 @@ struct Config {
   int devices = 1;
   cuswap::conf::PerDevice<uint64_t> memory_bytes;  // default 1 GiB
   double h2d_gbps = 52, d2h_gbps = 52, d2d_gbps = 1000;
-  double copy_latency_us = 10, launch_latency_us = 4;
+  double copy_latency_us = 10, launch_latency_us = 4, query_cost_us = 1;
   bool host_vmm = true;
   FailRule fail[kMaxFailRules];
   int n_fail = 0;
@@ -388,6 +388,9 @@ void enqueue(Stream* stream, OpPtr op);
 // Waits (releasing mu) until `completion` is placed; advances the host clock
 // and the host's vector clock.
 void host_wait(std::unique_lock<std::mutex>& lock, const CompletionPtr& completion);
+// Whether `completion` is done by the host's clock (Note [Queries answer in
+// virtual time]): CUDA_SUCCESS, and seen by the host, or CUDA_ERROR_NOT_READY.
+CUresult query(std::unique_lock<std::mutex>& lock, const CompletionPtr& completion);
 // Waits for every op enqueued so far (joins the host clock with `ctx`'s
 // streams, or with every stream when ctx is null).
 void wait_all(std::unique_lock<std::mutex>& lock, Context* ctx);

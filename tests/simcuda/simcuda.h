@@ -7,7 +7,7 @@
  *
  * Configuration comes from SIMCUDA_CONF (same grammar as CUSWAP_CONF, see
  * tests/simcuda/README.md): memory, devices, h2d_gbps, d2h_gbps, d2d_gbps,
- * copy_latency_us, launch_latency_us, host_vmm, fail.
+ * copy_latency_us, launch_latency_us, query_cost_us, host_vmm, fail.
  */
 #ifndef SIMCUDA_H
 #define SIMCUDA_H

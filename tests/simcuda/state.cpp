@@ -110,6 +110,8 @@ constexpr conf::OptionSpec<Config> kSpecs[] = {
      [](Config& c, const conf::Pair& p) { return set_latency(c.copy_latency_us, p); }},
     {"launch_latency_us", "a latency in microseconds",
      [](Config& c, const conf::Pair& p) { return set_latency(c.launch_latency_us, p); }},
+    {"query_cost_us", "a latency in microseconds",
+     [](Config& c, const conf::Pair& p) { return set_latency(c.query_cost_us, p); }},
     {"host_vmm", "a boolean",
      [](Config& c, const conf::Pair& p) {
        if (!p.has_value) return c.host_vmm = true;

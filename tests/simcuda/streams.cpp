@@ -222,13 +222,12 @@ CUresult wait_event(CUstream hStream, CUevent hEvent, unsigned flags, DefaultStr
 }
 
 CUresult query_stream(CUstream hStream, DefaultStream ds) {
-  std::lock_guard lock(state().mu);
+  std::unique_lock lock(state().mu);
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(hStream, ds, stream); r != CUDA_SUCCESS) return r;
   if (stream->ctx->sticky != CUDA_SUCCESS) return stream->ctx->sticky;
   if (!stream->last) return CUDA_SUCCESS;
-  if (!stream->last->done) return CUDA_ERROR_NOT_READY;
-  observe(*stream->last);
+  if (CUresult r = query(lock, stream->last); r != CUDA_SUCCESS) return r;
   return stream->ctx->sticky;
 }
 
@@ -287,13 +286,14 @@ CUresult create(CUstream* phStream, unsigned int flags) {
 
 CUresult elapsed_time(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(state().mu);
+  std::unique_lock lock(state().mu);
   Event *start = nullptr, *end = nullptr;
   if (CUresult r = resolve_event(hStart, start); r != CUDA_SUCCESS) return r;
   if (CUresult r = resolve_event(hEnd, end); r != CUDA_SUCCESS) return r;
   if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
   if (!start->recorded || !end->recorded) return CUDA_ERROR_INVALID_HANDLE;
-  if (!start->recorded->done || !end->recorded->done) return CUDA_ERROR_NOT_READY;
+  for (Event* e : {start, end})
+    if (CUresult r = query(lock, e->recorded); r != CUDA_SUCCESS) return r;
   double ns =
       static_cast<double>(end->recorded->end_ns) - static_cast<double>(start->recorded->end_ns);
   *pMilliseconds = static_cast<float>(ns / 1e6);
@@ -427,6 +427,25 @@ void enqueue(Stream* stream, OpPtr op) {
 void host_wait(std::unique_lock<std::mutex>& lock, const CompletionPtr& completion) {
   state().done_cv.wait(lock, [&] { return completion->done; });
   observe(*completion);
+}
+
+// Note [Queries answer in virtual time]: an op is done for the host once the
+// host's clock has reached its virtual end, not when its worker happens to
+// have run it. A query waits (in real time only) for the op to be placed,
+// then answers from the two clocks: done, and seen by the host, if it ended
+// by the host's clock; else not ready, and the host's clock moves on by the
+// cost of one query, so a loop that polls gets there. Answering from the
+// workers' progress made queries depend on thread timing, and made a done
+// answer move the host's clock to the op's end: a query became a wait.
+CUresult query(std::unique_lock<std::mutex>& lock, const CompletionPtr& completion) {
+  State& s = state();
+  s.done_cv.wait(lock, [&] { return completion->done; });
+  if (completion->end_ns > s.host_ns) {
+    s.host_ns += ns_from_us(s.config->query_cost_us);
+    return CUDA_ERROR_NOT_READY;
+  }
+  observe(*completion);
+  return CUDA_SUCCESS;
 }
 
 void wait_all(std::unique_lock<std::mutex>& lock, Context* ctx) {
@@ -614,13 +633,12 @@ CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, u
 
 CUresult CUDAAPI cuEventQuery(CUevent hEvent) {
   SIM_ENTER();
-  std::lock_guard lock(state().mu);
+  std::unique_lock lock(state().mu);
   Event* event = nullptr;
   if (CUresult r = resolve_event(hEvent, event); r != CUDA_SUCCESS) return r;
   if (event->ctx->sticky != CUDA_SUCCESS) return event->ctx->sticky;
   if (!event->recorded) return CUDA_SUCCESS;
-  if (!event->recorded->done) return CUDA_ERROR_NOT_READY;
-  observe(*event->recorded);
+  if (CUresult r = query(lock, event->recorded); r != CUDA_SUCCESS) return r;
   return event->ctx->sticky;
 }
 

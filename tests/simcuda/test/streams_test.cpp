@@ -120,9 +120,10 @@ TEST_F(Streams, WorkIsAsynchronous) {
   start();
   CUstream s = make_stream();
   CUevent done = make_event();
-  ASSERT_CU(launch_spin(k, s, 300'000));  // 300 ms of real time on the worker
+  // 300 ms of real time on the worker, 10 ms of virtual time.
+  ASSERT_CU(launch_spin(k, s, 300'000, 10'000'000));
   ASSERT_CU(cuEventRecord(done, s));
-  // The calls returned while the kernel still runs.
+  EXPECT_EQ(stats().kernels, 0u) << "the calls returned while the kernel still runs";
   EXPECT_EQ(cuEventQuery(done), CUDA_ERROR_NOT_READY);
   EXPECT_EQ(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   float ms = 0;
@@ -130,6 +131,34 @@ TEST_F(Streams, WorkIsAsynchronous) {
   ASSERT_CU(cuStreamSynchronize(s));
   EXPECT_CU(cuEventQuery(done));
   EXPECT_CU(cuStreamQuery(s));
+}
+
+// Note [Queries answer in virtual time]: a kernel the worker has run is not
+// done for the host before the host's clock reaches its virtual end, and a
+// query does not move the host there; polling gets there by the query cost.
+TEST_F(Streams, QueriesAnswerByTheHostClock) {
+  start();
+  CUstream s = make_stream();
+  CUevent done = make_event();
+  CUdeviceptr p = alloc(4096);
+  ASSERT_CU(launch_fill(k, s, p, 4096, 7, 5'000'000));
+  ASSERT_CU(cuEventRecord(done, s));
+  while (stats().kernels < 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // run by its worker
+  const uint64_t before = stats().virtual_ns;
+  EXPECT_EQ(cuEventQuery(done), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(stats().host_wait_ns, 0u) << "a query is not a wait";
+  uint64_t polls = 0;
+  while (cuEventQuery(done) == CUDA_ERROR_NOT_READY) ++polls;
+  // 5 ms of kernel at 1 us a query, less the host time already spent.
+  EXPECT_GT(polls, 4'900u);
+  EXPECT_LT(polls, 5'100u);
+  EXPECT_CU(cuStreamQuery(s));
+  EXPECT_GE(stats().virtual_ns, before);
+  EXPECT_LT(stats().virtual_ns, before + 1'000) << "the host got to the kernel's end, not past it";
+  EXPECT_EQ(stats().host_wait_ns, 0u);
+  EXPECT_EQ(mismatches(p, 4096, 7), 0u);
 }
 
 TEST_F(Streams, EventErrors) {
