@@ -253,6 +253,8 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   Device& dev = *devices_[static_cast<size_t>(block.device)];
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
+  // It could never fit: nothing is evicted for it (Note [Buffers bigger than the budget]).
+  if (block.range_bytes > dev.budget_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   collect_host_releases(dev, false);
   std::vector<PageHandle> pages;
   SharedEvent* donor = nullptr;  // pages still being copied out: the copy in waits for them

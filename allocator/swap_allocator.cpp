@@ -118,8 +118,12 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
       if (limit.allow())
         log::warn(
             "out of memory: {} bytes on device {}: budget {}, device memory in use {}, "
-            "host memory holding evicted buffers {}",
-            size_bytes, ordinal, dev->budget_bytes, dev->device_bytes, stats_.host_bytes);
+            "host memory holding evicted buffers {}{}",
+            size_bytes, ordinal, dev->budget_bytes, dev->device_bytes, stats_.host_bytes,
+            size_bytes > dev->budget_bytes && !dev->host_vmm
+                ? "; more than the budget, so only host memory mapped at the buffer could hold "
+                  "it, and this driver has none"
+                : "");
     }
     return r;
   }
@@ -168,6 +172,12 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
     out = block.release();
     return CUDA_SUCCESS;
   }
+  if (range_bytes > dev.budget_bytes) {
+    CUresult r = allocate_on_host(dev, *block);
+    if (r != CUDA_SUCCESS) return r;
+    out = block.release();
+    return CUDA_SUCCESS;
+  }
   std::vector<PageHandle> pages;
   SharedEvent* donor = nullptr;  // the new buffer's first use waits for it (Note [Planned moves])
   CUresult r =
@@ -192,6 +202,43 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
   block->waits.events[0] = donor;
   ++stats_.allocations_large;
   out = block.release();
+  return CUDA_SUCCESS;
+}
+
+// Note [Buffers bigger than the budget]
+// A buffer that could never be on the device within the budget (a
+// framework's pool reserved whole, a huge embedding table) lives in host
+// memory from the start: host-located memory mapped at its range, as an
+// evicted buffer's is, which kernels reach over the link. Its uses run in
+// place, slowly but correctly; it is never prefetched, so it never pushes
+// the working set out. Without host memory mapping (the pinned stash), a
+// kernel could not reach it: the allocation is refused at once, before
+// anything is evicted for it.
+CUresult Allocator::allocate_on_host(Device& dev, Block& block) noexcept {
+  if (!dev.host_vmm) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUdeviceptr base = 0;
+  CUresult r = driver_.cuMemAddressReserve(&base, block.range_bytes, dev.granularity, 0, 0);
+  if (r != CUDA_SUCCESS) return r;
+  block.base = base;
+  if ((r = take_host_copy(dev, block)) == CUDA_SUCCESS) {
+    r = driver_.cuMemMap(base, block.range_bytes, 0, block.host.handle, 0);
+    if (r == CUDA_SUCCESS) {
+      r = set_access(dev, base, block.range_bytes);
+      if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(base, block.range_bytes);
+    }
+    if (r != CUDA_SUCCESS) release_host_copy(dev, block);
+  }
+  if (r != CUDA_SUCCESS) {
+    (void)driver_.cuMemAddressFree(base, block.range_bytes);
+    return r;
+  }
+  block.range_on_host = true;
+  block.residency = Residency::evicted;
+  ++stats_.allocations_large;
+  ++stats_.allocations_on_host;
+  log::emit(log::LogLevel::info,
+            "a buffer of {} bytes is more than device {}'s budget: it lives in host memory",
+            block.size_bytes, dev.ordinal);
   return CUDA_SUCCESS;
 }
 
@@ -327,7 +374,11 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     // Its bytes are dead: the host copy goes back, the range goes away.
     release_event(after);
     release_event(pending);
-    if (block->range_on_host) (void)driver_.cuMemUnmap(block->base, block->range_bytes);
+    if (block->range_on_host) {
+      // Kernels may still use it in place (Note [Buffers bigger than the budget]).
+      if (after && !after->done) (void)driver_.cuEventSynchronize(after->event);
+      (void)driver_.cuMemUnmap(block->base, block->range_bytes);
+    }
     if (block->stash) {
       stats_.host_bytes -= block->size_bytes;
       dev.stash->release(block->stash);
@@ -410,8 +461,13 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
       cancel_eviction(*devices_[static_cast<size_t>(block->device)], *block, stream);
     if (block->residency == Residency::evicted) {
       ++stats_.evicted_accesses;
-      if (CUresult r = prefetch(*block, stream, keep, PrefetchReason::on_demand); r != CUDA_SUCCESS)
+      if (block->range_on_host &&
+          block->range_bytes > devices_[static_cast<size_t>(block->device)]->budget_bytes) {
+        ++stats_.uses_on_host;  // Note [Buffers bigger than the budget]
+      } else if (CUresult r = prefetch(*block, stream, keep, PrefetchReason::on_demand);
+                 r != CUDA_SUCCESS) {
         return r;
+      }
     }
     bool waited = false;
     for (SharedEvent*& wait : block->waits.events) {

@@ -192,6 +192,7 @@ class Allocator {
   CUresult device(int ordinal, Device*& out) noexcept;
   CUresult allocate_large(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
                           Block*& out) noexcept;
+  CUresult allocate_on_host(Device& dev, Block& block) noexcept;
   CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
                           Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;

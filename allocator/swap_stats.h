@@ -25,6 +25,8 @@ namespace cuswap {
   X(peak_host_bytes, "highest host_bytes")                                                   \
   X(allocations_large, "allocations given their own range")                                  \
   X(allocations_small, "allocations from slabs")                                             \
+  X(allocations_on_host, "buffers bigger than the budget, placed in host memory")            \
+  X(uses_on_host, "uses of such buffers, served from host memory in place")                  \
   X(reused_ranges, "large allocations served from freed ranges without a driver call")       \
   X(driver_retries, "allocations retried after the device refused memory within the budget") \
   X(out_of_memory, "allocations refused")

@@ -267,10 +267,43 @@ TEST_F(SwapTest, BudgetViewOfTheDevice) {
   EXPECT_EQ(free_bytes, 256 * kMiB) << "a cached free range is free memory";
 }
 
-TEST_F(SwapTest, WhatCannotFitIsOutOfMemory) {
+// Note [Buffers bigger than the budget]: with host memory mapping such a
+// buffer lives on the host and its uses run in place; nothing else moves.
+TEST_F(SwapTest, ABufferBiggerThanTheBudgetLivesOnTheHost) {
   start_swap("memory:64MiB", budget(64 * kMiB));
+  CUdeviceptr a = swap_alloc(k32MiB);
+  ASSERT_CU(fill(nullptr, a, k32MiB, 0x11));
+  CUdeviceptr big = swap_alloc(96 * kMiB + 5);
+  EXPECT_EQ(allocator->residency(big), Residency::evicted);
+  ASSERT_CU(fill(nullptr, big, 96 * kMiB + 5, 0x22));
+  ASSERT_CU(use(nullptr, {a, big}, [&] {
+    return simcuda::testkit::launch_copy(k, nullptr, big, a, k32MiB, 20000);
+  }));
+  EXPECT_EQ(mismatches(big, k32MiB, 0x11), 0u);
+  EXPECT_EQ(mismatches(big + k32MiB, 64 * kMiB + 5, 0x22), 0u);
+  EXPECT_EQ(mismatches(a, k32MiB, 0x11), 0u);
+  const cuswap::SwapStats swap = allocator->stats();
+  EXPECT_EQ(swap.allocations_on_host, 1u);
+  EXPECT_EQ(swap.uses_on_host, 2u);
+  EXPECT_EQ(swap.evictions, 0u) << "nothing was pushed out for it";
+  EXPECT_EQ(swap.prefetches, 0u);
+  EXPECT_LE(swap.peak_device_bytes, 64 * kMiB);
+  ASSERT_CU(allocator->free(big, nullptr, false));
+  EXPECT_EQ(allocator->stats().host_bytes, 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+// Without it (the pinned stash) such a buffer is refused at once, before
+// anything is evicted for it.
+TEST_F(SwapTest, WhatCannotFitIsOutOfMemory) {
+  start_swap("memory:64MiB,host_vmm:false", budget(64 * kMiB));
+  CUdeviceptr first = swap_alloc(k32MiB);
+  ASSERT_CU(fill(nullptr, first, k32MiB, 0x11));
   CUdeviceptr p = 0;
   EXPECT_EQ(allocator->allocate(96 * kMiB, nullptr, false, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(allocator->stats().evictions, 0u);
+  EXPECT_EQ(allocator->residency(first), Residency::resident);
+  ASSERT_CU(allocator->free(first, nullptr, false));
   CUdeviceptr a = swap_alloc(k32MiB), b = swap_alloc(k32MiB);
   // One use that needs both at once, plus a third: more than the budget.
   CUdeviceptr c = swap_alloc(k32MiB);
