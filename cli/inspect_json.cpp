@@ -138,6 +138,22 @@ void swapping(JsonWriter& j, const trace::TraceSummary& s) {
   j.field("bytes_to_device", s.bytes_to_device);
   j.field("prefetch_copy_time_ns", s.prefetch_copy_time_ns);
   j.field("prefetch_waits", s.prefetch_waits);
+  j.key("cuswap_iterations");
+  j.begin_array();
+  for (const trace::IterationStats& it : s.cuswap_iterations) {
+    j.begin_object();
+    j.field("iteration", it.iteration);
+    j.field("prefetches_planned", it.prefetches_planned);
+    j.field("prefetches_on_demand", it.prefetches_on_demand);
+    j.field("late_prefetches", it.late_prefetches);
+    j.field("late_ns", it.late_ns);
+    j.field("evictions", it.evictions);
+    j.field("bytes_to_host", it.bytes_to_host);
+    j.field("bytes_to_device", it.bytes_to_device);
+    j.field("followed", it.followed);
+    j.end_object();
+  }
+  j.end_array();
 }
 
 void end_record(JsonWriter& j, const trace::TraceSummary& s) {

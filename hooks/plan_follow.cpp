@@ -128,6 +128,11 @@ void PlanFollow::resolve_timings_locked(bool all) noexcept {
   }
 }
 
+void PlanFollow::set_recorder(trace::Recorder* recorder) noexcept {
+  std::lock_guard lock(mu_);
+  recorder_ = recorder;
+}
+
 void PlanFollow::begin_iteration_locked() noexcept {
   try {
     resolve_timings_locked(false);
@@ -144,6 +149,7 @@ void PlanFollow::begin_iteration_locked() noexcept {
       current_.bytes_to_host = now.bytes_to_host - at_iteration_start_.bytes_to_host;
       current_.followed = follower_ && follower_->following();
       last_ = current_;
+      if (recorder_) recorder_->record_iteration_stats(last_);
       if (options_.stats)
         log::report(
             "stats: iteration {}: {} planned prefetches, {} on demand, {} late ({} ns waited), "

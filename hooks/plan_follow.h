@@ -40,23 +40,13 @@
 #include "allocator/swap_allocator.h"
 #include "policy/follower.h"
 #include "policy/iteration_detector.h"
+#include "tracer/recorder.h"
 
 namespace cuswap::hooks {
 
 class OnlinePlanning;  // hooks/online_plan.cpp
 
 // Per-iteration figures (cuswap_stats_json, `stats:true`).
-struct IterationFigures {
-  uint64_t iteration = 0;
-  bool followed = false;  // a plan was followed through the whole iteration
-  uint64_t prefetches_planned = 0;
-  uint64_t prefetches_on_demand = 0;
-  uint64_t evictions = 0;
-  uint64_t bytes_to_device = 0;
-  uint64_t bytes_to_host = 0;
-  uint64_t late_prefetches = 0;
-  uint64_t late_ns = 0;  // time uses waited for planned copies
-};
 
 class PlanFollow {
  public:
@@ -70,6 +60,8 @@ class PlanFollow {
   [[nodiscard]] bool load_plan(const char* path, std::string& error) noexcept;
 
   void iteration_mark() noexcept;  // cuswap_iteration_begin()
+  // Each iteration's figures are recorded from then on (an iteration_stats event).
+  void set_recorder(trace::Recorder* recorder) noexcept;
   void on_alloc(uint64_t id, uintptr_t base, uint64_t size_bytes) noexcept;
   void on_free(uint64_t id) noexcept;
   // Around one launch on this thread: before_launch() before the
@@ -124,7 +116,8 @@ class PlanFollow {
   std::vector<CUevent> event_pool_;
   policy::PlanFollower::Actions actions_;
   SwapStats at_iteration_start_;
-  IterationFigures current_, last_;
+  trace::IterationStats current_, last_;
+  trace::Recorder* recorder_ = nullptr;  // each iteration's figures go into the trace
   std::string last_mismatch_logged_;
 };
 

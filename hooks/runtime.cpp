@@ -428,6 +428,7 @@ void open_recorder(Runtime& rt) noexcept {
       rt.swap_recording = new SwapRecording(*opened, rt.buffers, timer);
       rt.allocator->set_observer(rt.swap_recording);
     }
+    if (rt.follow) rt.follow->set_recorder(opened);
     rt.timer.store(timer, std::memory_order_release);
     rt.recorder.store(opened, std::memory_order_release);
   } catch (...) {

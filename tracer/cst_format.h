@@ -36,6 +36,8 @@ enum class EventType : uint8_t {
   eviction = 8,  // cuswap copied a buffer to host memory
   prefetch = 9,  // cuswap copied a buffer back to the device
   wait = 10,     // a use waited for a buffer's prefetch
+  // 2.1, extension events (length-prefixed).
+  iteration_stats = 64,  // what cuswap moved in one of its iterations, and how late
 };
 inline constexpr size_t kEventTypeCount = 10;  // core types in this version
 // Core types of format 1.x: a 1.x file holding a later type is corrupt.
@@ -61,9 +63,10 @@ namespace cuswap::trace::cst {
 // (otherwise an unknown tag is corruption). Older majors it knows are read
 // as they were written: this reader reads 1.x (kOldestMajor), whose files
 // hold only the first kEventTypeCountV1 event types. History: 1.0 the first;
-// 2.0 added the event types timing, eviction, prefetch and wait.
+// 2.0 added the event types timing, eviction, prefetch and wait; 2.1 the
+// extension event iteration_stats.
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;
 inline constexpr uint16_t kOldestMajor = 1;
 
 // "\x89CST\r\n\x1a\n": the high byte catches 7-bit transfers, CR LF and the

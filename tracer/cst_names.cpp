@@ -26,6 +26,8 @@ std::string_view to_string(EventType type) noexcept {
       return "prefetch";
     case EventType::wait:
       return "wait";
+    case EventType::iteration_stats:
+      return "iteration_stats";
   }
   return "unknown";
 }

@@ -498,6 +498,37 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
       e.data = w;
       break;
     }
+    case static_cast<uint8_t>(EventType::iteration_stats): {
+      // Length first, as for every extension event: fields a later minor
+      // appends are skipped.
+      uint64_t bytes = 0;
+      if (!c.uvarint(bytes, "an extension event's length")) return false;
+      const uint64_t start = c.offset();
+      if (bytes > c.left())
+        return c.fail(start, fmt::format("expected an iteration_stats event of {} bytes, found {} "
+                                         "left",
+                                         bytes, c.left()));
+      IterationStatsEvent s;
+      uint8_t followed = 0;
+      for (uint64_t* field : {&s.iteration, &s.prefetches_planned, &s.prefetches_on_demand,
+                              &s.late_prefetches, &s.late_ns, &s.evictions, &s.bytes_to_host,
+                              &s.bytes_to_device})
+        if (!c.uvarint(*field, "an iteration_stats field")) return false;
+      const uint64_t followed_at = c.offset();
+      if (!c.byte(followed, "the followed flag")) return false;
+      if (followed > 1)
+        return c.fail(followed_at, fmt::format("expected a followed flag 0 or 1, found {}", followed));
+      s.followed = followed == 1;
+      const uint64_t used = c.offset() - start;
+      if (used > bytes)
+        return c.fail(start, fmt::format("expected an iteration_stats event within its length of "
+                                         "{} bytes, its fields take {}",
+                                         bytes, used));
+      if (!c.skip(bytes - used, "the rest of an iteration_stats event")) return false;
+      e.data = s;
+      out_.events.push_back(std::move(e));
+      return true;  // extension events are counted only in the total
+    }
     default: {
       if (type < kFirstExtensionEventType || !lax)
         return c.fail(e.offset, fmt::format("expected an event type (1..{}), found {}",

@@ -121,9 +121,14 @@ struct WaitEvent {
   bool operator==(const WaitEvent&) const = default;
 };
 
-// Alternative i is EventType i + 1.
-using EventData = std::variant<AllocEvent, FreeEvent, LaunchEvent, CopyEvent, VmmEvent,
-                               IterationEvent, TimingEvent, EvictionEvent, PrefetchEvent, WaitEvent>;
+// 2.1: what cuswap moved in one of its iterations (an extension event).
+using IterationStatsEvent = IterationStats;
+
+// Alternative i is EventType i + 1 for the core types; the last is the
+// extension type iteration_stats.
+using EventData =
+    std::variant<AllocEvent, FreeEvent, LaunchEvent, CopyEvent, VmmEvent, IterationEvent,
+                 TimingEvent, EvictionEvent, PrefetchEvent, WaitEvent, IterationStatsEvent>;
 
 struct Event {
   uint64_t seq = 0;      // global, unique; events are sorted by it
@@ -132,7 +137,10 @@ struct Event {
   uint64_t offset = 0;   // where in the file the event starts
   EventData data;
 
-  EventType type() const noexcept { return static_cast<EventType>(data.index() + 1); }
+  EventType type() const noexcept {
+    return data.index() < kEventTypeCount ? static_cast<EventType>(data.index() + 1)
+                                          : EventType::iteration_stats;
+  }
   template <typename T>
   const T& as() const {
     return std::get<T>(data);

@@ -72,7 +72,9 @@ class EventWriter {
     if (!slot_) return;
     buffer_->used = static_cast<uint32_t>(out_ - buffer_->data);
     ++buffer_->events;
-    ++buffer_->events_by_type[static_cast<size_t>(type_) - 1];
+    // Extension events are counted only in the total.
+    if (static_cast<size_t>(type_) <= kEventTypeCount)
+      ++buffer_->events_by_type[static_cast<size_t>(type_) - 1];
     slot_->unlock();
   }
 
@@ -289,6 +291,23 @@ void Recorder::record_wait(uint64_t buffer_id, uint64_t stream) noexcept {
   if (!w.ok()) return;
   w.put_u(buffer_id);
   w.put_u(stream);
+}
+
+void Recorder::record_iteration_stats(const IterationStats& stats) noexcept {
+  uint8_t payload[detail::kIterationStatsMaxBytes];
+  uint8_t* p = payload;
+  for (uint64_t v : {stats.iteration, stats.prefetches_planned, stats.prefetches_on_demand,
+                     stats.late_prefetches, stats.late_ns, stats.evictions, stats.bytes_to_host,
+                     stats.bytes_to_device})
+    p = cst::put_uvarint(p, v);
+  *p++ = stats.followed ? 1 : 0;
+  const auto length = static_cast<uint64_t>(p - payload);
+  EventWriter w(*impl_, EventType::iteration_stats,
+                cst::kMaxVarintBytes + detail::kIterationStatsMaxBytes);
+  if (!w.ok()) return;
+  w.put_u(length);
+  for (const uint8_t* q = payload; q < p; ++q)
+    w.put_byte(*q);
 }
 
 uint64_t Recorder::now_ns() const noexcept {

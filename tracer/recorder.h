@@ -89,6 +89,22 @@ struct RecorderOptions {
   size_t max_buffers = 64;          // bounds memory: buffers in flight, all threads
 };
 
+// What cuswap moved in one of its own iterations (cuswap_iteration_begin()
+// or found from the launches), written when the next one begins.
+struct IterationStats {
+  uint64_t iteration = 0;  // cuswap's count, from 1
+  uint64_t prefetches_planned = 0;
+  uint64_t prefetches_on_demand = 0;
+  uint64_t late_prefetches = 0;  // planned ones a use still waited for
+  uint64_t late_ns = 0;          // how long those uses waited, on the device
+  uint64_t evictions = 0;
+  uint64_t bytes_to_host = 0;
+  uint64_t bytes_to_device = 0;
+  bool followed = false;  // a plan was followed to the end of it
+
+  bool operator==(const IterationStats&) const = default;
+};
+
 // Counters kept by the shim (per-hook call counts and the like), written in
 // the end record so a trace says what happened around it.
 struct Counter {
@@ -144,6 +160,8 @@ class Recorder {
   // The next use this thread records on `stream` waits for the buffer's
   // prefetch copy.
   void record_wait(uint64_t buffer_id, uint64_t stream) noexcept;
+  // 2.1: an iteration_stats event.
+  void record_iteration_stats(const IterationStats& stats) noexcept;
 
   // The recorder's clock: CLOCK_MONOTONIC nanoseconds since open().
   uint64_t now_ns() const noexcept;

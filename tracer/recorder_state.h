@@ -96,6 +96,8 @@ inline constexpr size_t kTimingMaxBytes = 3 * cst::kMaxVarintBytes;
 inline constexpr size_t kEvictionMaxBytes = 4 * cst::kMaxVarintBytes + 1;
 inline constexpr size_t kPrefetchMaxBytes = 3 * cst::kMaxVarintBytes + 1;
 inline constexpr size_t kWaitMaxBytes = 2 * cst::kMaxVarintBytes;
+inline constexpr size_t kIterationStatsFields = 8;  // then the followed byte
+inline constexpr size_t kIterationStatsMaxBytes = kIterationStatsFields * cst::kMaxVarintBytes + 1;
 
 struct Buffer {
   uint8_t* data = nullptr;

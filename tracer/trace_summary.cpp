@@ -146,6 +146,9 @@ TraceSummary summarize(const CstTrace& trace, size_t top) {
       case EventType::wait:
         ++s.prefetch_waits;
         break;
+      case EventType::iteration_stats:
+        s.cuswap_iterations.push_back(e.as<IterationStatsEvent>());
+        break;
     }
   }
   if (!s.per_iteration.empty()) {

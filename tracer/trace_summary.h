@@ -102,6 +102,8 @@ struct TraceSummary {
   uint64_t prefetches_unseen_use = 0;
   uint64_t bytes_to_device = 0;
   uint64_t prefetch_waits = 0;  // uses that waited for a prefetch
+  // 2.1: cuswap's figures for each of its iterations (iteration_stats).
+  std::vector<IterationStats> cuswap_iterations;
 
   std::optional<CstEnd> end;  // counters, dropped events, buffer waits
 };

@@ -87,6 +87,40 @@ TEST(PlanFollowing, AnOfflinePlanIsFollowedWithoutOnDemandFetches) {
   EXPECT_NE(r.out.find("peak device MiB 48\n"), std::string::npos) << r.out;
 }
 
+// Each iteration's figures are in the trace too (an iteration_stats event),
+// as `cuswap inspect` shows them.
+TEST(PlanFollowing, EachIterationsFiguresAreRecorded) {
+  TempDir dir;
+  const std::string plan = make_plan(dir), trace = dir.path("followed.cst");
+  ProgramResult r = train(std::string(kBudget) + ",plan:" + plan + ",record:" + trace);
+  expect_intact(r);
+  ProgramResult inspect = run_program({CUSWAP_CLI, "inspect", trace, "--json"});
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  const size_t at = inspect.out.find("\"cuswap_iterations\"");
+  ASSERT_NE(at, std::string::npos) << inspect.out;
+  const std::string list = inspect.out.substr(at, inspect.out.find(']', at) - at);
+  std::vector<long long> planned;
+  const std::regex entry("\"prefetches_planned\": ([0-9]+)");
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), entry);
+       it != std::sregex_iterator(); ++it)
+    planned.push_back(std::stoll((*it)[1]));
+  // Six iterations, five ended by the next one's start.
+  ASSERT_EQ(planned.size(), 5u) << list;
+  long long total = 0;
+  for (long long n : planned) {
+    EXPECT_GT(n, 0) << list;  // the plan is followed from the first mark
+    total += n;
+  }
+  EXPECT_LE(total, stat(r, "prefetches_planned")) << list;
+  size_t followed = 0;
+  for (size_t p = list.find("\"followed\": true"); p != std::string::npos;
+       p = list.find("\"followed\": true", p + 1))
+    ++followed;
+  EXPECT_EQ(followed, planned.size()) << list;
+  ProgramResult text = run_program({CUSWAP_CLI, "inspect", trace});
+  EXPECT_NE(text.out.find("cuswap's iterations:"), std::string::npos) << text.out;
+}
+
 TEST(PlanFollowing, ReorderedAllocationsStillFollowThePlan) {
   TempDir dir;
   const std::string plan = make_plan(dir);

@@ -42,7 +42,7 @@ TEST_F(Cli, InspectTextHasTheNumbers) {
   const Result r = cuswap({"inspect", path_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_TRUE(contains(r.out, path_ + ": complete cuswap trace, format 2.0")) << r.out;
+  EXPECT_TRUE(contains(r.out, path_ + ": complete cuswap trace, format 2.1")) << r.out;
   EXPECT_TRUE(contains(r.out, "written by cuswap 0.1.0-test")) << r.out;
   EXPECT_TRUE(contains(r.out, "device 0: Test GPU, 8.0 GiB")) << r.out;
   EXPECT_TRUE(contains(r.out, "buffers: 8 allocated")) << r.out;
@@ -69,7 +69,7 @@ TEST_F(Cli, InspectJsonIsOneObjectWithTheNumbers) {
   ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS) << r.out;
   ASSERT_TRUE(doc.is_object());
   EXPECT_EQ(std::string_view(doc["format"]), "cst");
-  EXPECT_EQ(std::string_view(doc["format_version"]), "2.0");
+  EXPECT_EQ(std::string_view(doc["format_version"]), "2.1");
   EXPECT_EQ(uint64_t(doc["buffers"]), kBuffers);
   EXPECT_EQ(uint64_t(doc["peak_bytes"]), kPeakBytes);
   EXPECT_EQ(uint64_t(doc["launches"]), kLaunches);

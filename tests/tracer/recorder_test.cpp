@@ -241,6 +241,32 @@ TEST(Recorder, TimingsAndCuswapsOwnCopiesRoundTrip) {
   EXPECT_EQ(s.prefetch_waits, 1u);
 }
 
+// 2.1: an extension event, counted in the total only, read back field by field.
+TEST(Recorder, IterationStatsRoundTrip) {
+  TempDir dir;
+  std::string error;
+  auto r = Recorder::open(options_for(dir.path("stats.cst")), error);
+  ASSERT_TRUE(r) << error;
+  const IterationStats first{1, 0, 7, 0, 0, 9, 3u << 21, 7u << 21, false};
+  const IterationStats second{2, 12, 1, 2, 1'500'000, 14, uint64_t{1} << 40, 5u << 21, true};
+  r->record_iteration_stats(first);
+  r->record_wait(3, 5);
+  r->record_iteration_stats(second);
+  r->close();
+  const CstTrace t = read_ok(dir.path("stats.cst"));
+  EXPECT_EQ(t.header.format_minor, 1u);
+  ASSERT_EQ(t.events.size(), 3u);
+  EXPECT_EQ(t.events[0].type(), EventType::iteration_stats);
+  EXPECT_EQ(t.events[0].as<IterationStatsEvent>(), first);
+  EXPECT_EQ(t.events[1].as<WaitEvent>(), (WaitEvent{3, 5}));
+  EXPECT_EQ(t.events[2].as<IterationStatsEvent>(), second);
+  EXPECT_EQ(t.end->events, 3u);
+  EXPECT_EQ(t.end->events_by_type[static_cast<size_t>(EventType::wait) - 1], 1u);
+  const TraceSummary s = summarize(t);
+  ASSERT_EQ(s.cuswap_iterations.size(), 2u);
+  EXPECT_EQ(s.cuswap_iterations[1], second);
+}
+
 TEST(Recorder, KernelIdsAreStableAndDefinedBeforeUse) {
   TempDir dir;
   RecorderOptions o = options_for(dir.path("names.cst"));

@@ -64,8 +64,14 @@ std::string describe(const Event& e) {
         else if constexpr (std::is_same_v<T, PrefetchEvent>)
           return fmt::format("id {} bytes {} {} stream {}", d.buffer_id, d.bytes,
                              to_string(d.reason), d.stream);
-        else
+        else if constexpr (std::is_same_v<T, WaitEvent>)
           return fmt::format("id {} stream {}", d.buffer_id, d.stream);
+        else
+          return fmt::format(
+              "iteration {} planned {} on demand {} late {} ({} ns) evictions {} out {} in {}{}",
+              d.iteration, d.prefetches_planned, d.prefetches_on_demand, d.late_prefetches,
+              d.late_ns, d.evictions, d.bytes_to_host, d.bytes_to_device,
+              d.followed ? " followed" : "");
       },
       e.data);
   return fmt::format("#{} t={} thread {} {}: {}", e.seq, e.time_ns, e.thread, to_string(e.type()),

@@ -171,7 +171,8 @@ bool import_cst(std::string_view bytes, std::string_view name, const ImportOptio
       case EventType::timing: break;  // read above
       case EventType::eviction:
       case EventType::prefetch:
-      case EventType::wait: ++swap_events; break;
+      case EventType::wait:
+      case EventType::iteration_stats: ++swap_events; break;
     }
   }
   if (cst.end)
