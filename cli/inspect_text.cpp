@@ -126,15 +126,16 @@ void swapping(Out out, const trace::TraceSummary& s) {
                  seconds(s.prefetch_copy_time_ns));
   fmt::format_to(out, "  uses that waited for a prefetch  {}\n", s.prefetch_waits);
   if (s.cuswap_iterations.empty()) return;
-  fmt::format_to(out, "\ncuswap's iterations:\n  {:>9}  {:>8}  {:>9}  {:>5}  {:>12}  {:>9}  {:>10}  {:>10}  {}\n",
-                 "iteration", "planned", "on demand", "late", "waited", "evictions", "to host",
-                 "to device", "plan");
+  fmt::format_to(
+      out,
+      "\ncuswap's iterations:\n  {:>9}  {:>8}  {:>9}  {:>5}  {:>12}  {:>9}  {:>10}  {:>10}  {}\n",
+      "iteration", "planned", "on demand", "late", "waited", "evictions", "to host", "to device",
+      "plan");
   for (const trace::IterationStats& it : s.cuswap_iterations)
     fmt::format_to(out, "  {:>9}  {:>8}  {:>9}  {:>5}  {:>12}  {:>9}  {:>10}  {:>10}  {}\n",
-                   it.iteration, it.prefetches_planned, it.prefetches_on_demand,
-                   it.late_prefetches, seconds(it.late_ns), it.evictions,
-                   human_bytes(it.bytes_to_host), human_bytes(it.bytes_to_device),
-                   it.followed ? "followed" : "-");
+                   it.iteration, it.prefetches_planned, it.prefetches_on_demand, it.late_prefetches,
+                   seconds(it.late_ns), it.evictions, human_bytes(it.bytes_to_host),
+                   human_bytes(it.bytes_to_device), it.followed ? "followed" : "-");
 }
 
 void end_record(Out out, const trace::TraceSummary& s) {

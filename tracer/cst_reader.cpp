@@ -206,8 +206,7 @@ bool Parser::header() {
   // lay its header out differently.
   if (h.format_major != cst::kFormatMajor && h.format_major != cst::kOldestMajor)
     return fail(8, fmt::format("expected format version {}.x to {}.x, found {}.{} ({})",
-                               cst::kOldestMajor, cst::kFormatMajor,
-                               h.format_major, h.format_minor,
+                               cst::kOldestMajor, cst::kFormatMajor, h.format_major, h.format_minor,
                                h.format_major > cst::kFormatMajor
                                    ? "written by a newer cuswap; update cuswap to read it"
                                    : "too old for this cuswap"));
@@ -493,8 +492,7 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
     }
     case static_cast<uint8_t>(EventType::wait): {
       WaitEvent w;
-      if (!c.uvarint(w.buffer_id, "a buffer id") || !c.uvarint(w.stream, "a stream"))
-        return false;
+      if (!c.uvarint(w.buffer_id, "a buffer id") || !c.uvarint(w.stream, "a stream")) return false;
       e.data = w;
       break;
     }
@@ -510,14 +508,15 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
                                          bytes, c.left()));
       IterationStatsEvent s;
       uint8_t followed = 0;
-      for (uint64_t* field : {&s.iteration, &s.prefetches_planned, &s.prefetches_on_demand,
-                              &s.late_prefetches, &s.late_ns, &s.evictions, &s.bytes_to_host,
-                              &s.bytes_to_device})
+      for (uint64_t* field :
+           {&s.iteration, &s.prefetches_planned, &s.prefetches_on_demand, &s.late_prefetches,
+            &s.late_ns, &s.evictions, &s.bytes_to_host, &s.bytes_to_device})
         if (!c.uvarint(*field, "an iteration_stats field")) return false;
       const uint64_t followed_at = c.offset();
       if (!c.byte(followed, "the followed flag")) return false;
       if (followed > 1)
-        return c.fail(followed_at, fmt::format("expected a followed flag 0 or 1, found {}", followed));
+        return c.fail(followed_at,
+                      fmt::format("expected a followed flag 0 or 1, found {}", followed));
       s.followed = followed == 1;
       const uint64_t used = c.offset() - start;
       if (used > bytes)
@@ -531,8 +530,8 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
     }
     default: {
       if (type < kFirstExtensionEventType || !lax)
-        return c.fail(e.offset, fmt::format("expected an event type (1..{}), found {}",
-                                            event_types(), type));
+        return c.fail(e.offset,
+                      fmt::format("expected an event type (1..{}), found {}", event_types(), type));
       uint64_t bytes = 0;
       if (!c.uvarint(bytes, "an extension event's length") || !c.skip(bytes, "an extension event"))
         return false;

@@ -71,7 +71,7 @@ inline constexpr uint8_t kLaunchGraph = 2;          // cuGraphLaunch: touches un
 inline constexpr uint8_t kLaunchCooperative = 4;
 // 0x80 is taken by the recorder: kLaunchBuffersTruncated (cst_format.h).
 
-inline constexpr uint64_t kNoBuffer = 0;  // buffer ids start at 1
+inline constexpr uint64_t kNoBuffer = 0;        // buffer ids start at 1
 inline constexpr uint64_t kNoSeq = UINT64_MAX;  // an event that was not recorded
 
 struct DeviceInfo {

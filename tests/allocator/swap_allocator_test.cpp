@@ -276,9 +276,8 @@ TEST_F(SwapTest, ABufferBiggerThanTheBudgetLivesOnTheHost) {
   CUdeviceptr big = swap_alloc(96 * kMiB + 5);
   EXPECT_EQ(allocator->residency(big), Residency::evicted);
   ASSERT_CU(fill(nullptr, big, 96 * kMiB + 5, 0x22));
-  ASSERT_CU(use(nullptr, {a, big}, [&] {
-    return simcuda::testkit::launch_copy(k, nullptr, big, a, k32MiB, 20000);
-  }));
+  ASSERT_CU(use(nullptr, {a, big},
+                [&] { return simcuda::testkit::launch_copy(k, nullptr, big, a, k32MiB, 20000); }));
   EXPECT_EQ(mismatches(big, k32MiB, 0x11), 0u);
   EXPECT_EQ(mismatches(big + k32MiB, 64 * kMiB + 5, 0x22), 0u);
   EXPECT_EQ(mismatches(a, k32MiB, 0x11), 0u);

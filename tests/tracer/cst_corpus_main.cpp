@@ -26,9 +26,9 @@ bool write(const std::string& path, int threads, int steps, size_t buffer_bytes)
         const uint64_t id = uint64_t(t * 1000 + i + 1);
         r->record_alloc(id, id << 16, id * 512, uint64_t(t), t - 1, AllocKind(i % 5));
         const uint64_t ids[] = {id, id - 1, 0, id + 300};
-        const uint64_t launch = r->record_launch(r->kernel_id("kernel " + std::to_string(i % 3)),
-                                                 0, 0, std::span(ids).first(size_t(i % 5)),
-                                                 uint8_t(i % 8));
+        const uint64_t launch =
+            r->record_launch(r->kernel_id("kernel " + std::to_string(i % 3)), 0, 0,
+                             std::span(ids).first(size_t(i % 5)), uint8_t(i % 8));
         if (i % 3 == 0) r->record_eviction(id, id * 512, EvictReason(i % 2), 100, 900);
         if (i % 3 == 1) {
           r->record_wait(id, uint64_t(t));
@@ -41,6 +41,9 @@ bool write(const std::string& path, int threads, int steps, size_t buffer_bytes)
         r->record_vmm(VmmOp(i % 4), id, id, id);
         if (i % 2) r->record_free(id, 0, FreeKind(i % 2));
         if (i % 4 == 0) r->record_iteration();
+        if (i % 4 == 1)
+          r->record_iteration_stats(
+              {uint64_t(i), id, 1, 0, id * 3, 2, id << 20, id << 21, i % 8 == 1});
       }
     });
   for (auto& th : pool)

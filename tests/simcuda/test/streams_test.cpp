@@ -150,7 +150,8 @@ TEST_F(Streams, QueriesAnswerByTheHostClock) {
   EXPECT_EQ(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
   EXPECT_EQ(stats().host_wait_ns, 0u) << "a query is not a wait";
   uint64_t polls = 0;
-  while (cuEventQuery(done) == CUDA_ERROR_NOT_READY) ++polls;
+  while (cuEventQuery(done) == CUDA_ERROR_NOT_READY)
+    ++polls;
   // 5 ms of kernel at 1 us a query, less the host time already spent.
   EXPECT_GT(polls, 4'900u);
   EXPECT_LT(polls, 5'100u);
