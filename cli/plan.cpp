@@ -26,11 +26,6 @@ struct PlanOptions {
   PolicyArgs policy;
 };
 
-int fail(std::FILE* err, int code, const std::string& line) {
-  fmt::print(err, "cuswap: error: {}\n", line);
-  return code;
-}
-
 std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   const policy::Workload& w = l.workload;
   const policy::SimResult& r = o.result;
@@ -63,7 +58,8 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
       human_bytes(r.peak_bytes), r.fits ? "fits" : "does not fit", human_ns(r.iteration_ns),
       100 * r.overhead(), human_ns(r.stall_ns));
   out += fmt::format(
-      "simulated copies: {} out, {} in ({} on demand); lower bound for any plan {} (time-only {})\n",
+      "simulated copies: {} out, {} in ({} on demand); lower bound for any plan {} (time-only "
+      "{})\n",
       human_bytes(r.d2h_bytes), human_bytes(r.h2d_bytes), r.demand_fetches,
       human_ns(r.lower_bound_ns), human_ns(r.time_bound_ns));
   out += fmt::format("time scale: {:g}\n", r.time_scale);
@@ -71,33 +67,36 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   return out;
 }
 
-int run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
+Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
   if (o.files.size() != 1)
-    return fail(
-        err, kExitBadInput,
+    return failure(
+        kExitBadInput,
         fmt::format("plan: expected one trace file (or --max-batch), got {}", o.files.size()));
   Loaded loaded;
   std::string error;
-  if (!load(o.files[0], o.policy, loaded, error)) return fail(err, kExitBadInput, error);
-  if (!loaded.budget_given) return fail(err, kExitBadInput, "--budget: a budget is required");
+  if (!load(o.files[0], o.policy, loaded, error)) return failure(kExitBadInput, error);
+  if (!loaded.budget_given) return failure(kExitBadInput, "--budget: a budget is required");
   const policy::Planner* planner = policy::find_planner(o.planner);
   if (planner == nullptr)
-    return fail(err, kExitBadInput,
-                fmt::format("--planner: expected one of {}, got \"{}\"", policy::planner_names(),
-                            o.planner));
+    return failure(kExitBadInput, fmt::format("--planner: expected one of {}, got \"{}\"",
+                                              policy::planner_names(), o.planner));
   const policy::PlanOutcome outcome =
       policy::plan_and_simulate(*planner, loaded.workload, loaded.request);
   if (!o.output.empty() && !write_file(o.output, policy::write_plan_json(outcome.plan), error))
-    return fail(err, kExitFailed, error);
+    return failure(kExitFailed, error);
   std::string text = summary(loaded, outcome);
   if (!o.output.empty() && o.output != "-") text += fmt::format("wrote {}\n", o.output);
-  if (!write_out(o.output == "-" ? err : out, text)) return kExitFailed;
+  // With the plan on stdout, the summary goes to stderr.
+  if (Status written = write_result(o.output == "-" ? err : out, text);
+      written.exit_code != kExitOk)
+    return written;
   if (!outcome.result.fits) {
+    // The verdict, not an error: the summary says what does not fit.
     fmt::print(err, "cuswap: the budget of {} cannot be met by the {} plan\n",
                human_bytes(loaded.request.budget_bytes), o.planner);
-    return kExitFailed;
+    return {kExitFailed, {}};
   }
-  return kExitOk;
+  return {};
 }
 
 // "…-b32.…", "…_bs32…", "…batch32…": the batch size a file name states.
@@ -112,13 +111,14 @@ std::optional<uint32_t> batch_from_name(const std::string& path) {
   return static_cast<uint32_t>(value);
 }
 
-int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
+Status run_max_batch(const PlanOptions& o, std::FILE* out) {
+  if (o.policy.budget.empty() || o.policy.budget.back() == '%')
+    return failure(kExitBadInput, "--budget: --max-batch needs a size");
   if (o.files.size() < 2)
-    return fail(err, kExitBadInput, "--max-batch: expected traces at two or more batch sizes");
+    return failure(kExitBadInput, "--max-batch: expected traces at two or more batch sizes");
   if (!o.batches.empty() && o.batches.size() != o.files.size())
-    return fail(err, kExitBadInput,
-                fmt::format("--batches: expected {} sizes, one per file, got {}", o.files.size(),
-                            o.batches.size()));
+    return failure(kExitBadInput, fmt::format("--batches: expected {} sizes, one per file, got {}",
+                                              o.files.size(), o.batches.size()));
   std::vector<policy::BatchSample> samples;
   policy::PlanRequest request;
   for (size_t i = 0; i < o.files.size(); ++i) {
@@ -126,7 +126,7 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     std::string error;
     PolicyArgs args = o.policy;
     args.budget.clear();  // a percentage would mean a different budget per file
-    if (!load(o.files[i], args, loaded, error)) return fail(err, kExitBadInput, error);
+    if (!load(o.files[i], args, loaded, error)) return failure(kExitBadInput, error);
     request = loaded.request;
     std::optional<uint32_t> batch;
     if (!o.batches.empty())
@@ -134,21 +134,20 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     else
       batch = batch_from_name(o.files[i]);
     if (!batch)
-      return fail(
-          err, kExitBadInput,
-          fmt::format("{}: no batch size in the file name (…-b32…); give --batches", o.files[i]));
+      return failure(kExitBadInput, fmt::format("{}: no batch size in the file name (…-b32…); "
+                                                "give --batches",
+                                                o.files[i]));
     samples.push_back({*batch, std::move(loaded.workload)});
   }
   const std::optional<uint64_t> budget = conf::parse_size(o.policy.budget);
   if (!budget)
-    return fail(
-        err, kExitBadInput,
-        fmt::format("--budget: expected a size such as 12GiB, got \"{}\"", o.policy.budget));
+    return failure(kExitBadInput, fmt::format("--budget: expected a size such as 12GiB, got \"{}\"",
+                                              o.policy.budget));
   request.budget_bytes = *budget;
   policy::BatchModel model;
   std::string error;
   if (!policy::fit_batch_model(std::move(samples), model, error))
-    return fail(err, kExitBadInput, error);
+    return failure(kExitBadInput, error);
   policy::MaxBatchOptions options;
   options.request = request;
   options.max_overhead = o.max_overhead;
@@ -168,8 +167,8 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
           "    {{\"planner\": {}, \"max_batch\": {}, \"capped\": {}, \"peak_bytes\": {}, "
           "\"iteration_ns\": {}, \"overhead\": {:.6f}, \"limit\": {}}}{}\n",
           json_string(rows[i].planner), rows[i].max_batch, rows[i].capped ? "true" : "false",
-          rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead,
-          json_string(rows[i].limit), i + 1 < rows.size() ? "," : "");
+          rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead, json_string(rows[i].limit),
+          i + 1 < rows.size() ? "," : "");
     text += "  ]\n}\n";
   } else {
     text = fmt::format("budget {}, link {}, time scale {:g}, overhead at most {:.0f}%\n",
@@ -179,18 +178,17 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     for (uint32_t b : model.batches)
       text += fmt::format(" {}", b);
     text += fmt::format(" ({} tensors matched across them)\n", model.matched_tensors);
-    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}  {}\n", "policy", "max batch",
-                        "peak", "iteration", "overhead", "limit");
+    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}  {}\n", "policy", "max batch", "peak",
+                        "iteration", "overhead", "limit");
     for (const policy::MaxBatchRow& row : rows)
       text += fmt::format(
           "{:<12} {:>10} {:>12} {:>14} {:>8.1f}%  {}\n",
           row.planner.empty() ? "no swapping" : row.planner,
           row.max_batch == 0 ? std::string("none")
                              : fmt::format("{}{}", row.max_batch, row.capped ? "+" : ""),
-          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead,
-          row.limit);
+          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead, row.limit);
   }
-  return write_out(out, text) ? kExitOk : kExitFailed;
+  return write_result(out, text);
 }
 
 }  // namespace
@@ -220,14 +218,8 @@ Command add_plan(CLI::App& app) {
   sub->add_flag("--json", options->json, "With --max-batch: print one JSON object");
   add_policy_options(sub, options->policy);
   return {sub, [options] {
-            if (options->max_batch) {
-              if (options->policy.budget.empty() || options->policy.budget.back() == '%') {
-                fmt::print(stderr, "cuswap: error: --budget: --max-batch needs a size\n");
-                return kExitBadInput;
-              }
-              return run_max_batch(*options, stdout, stderr);
-            }
-            return run_single(*options, stdout, stderr);
+            return options->max_batch ? run_max_batch(*options, stdout)
+                                      : run_single(*options, stdout, stderr);
           }};
 }
 

@@ -22,7 +22,7 @@ namespace cuswap::cli {
 namespace {
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -31,8 +31,8 @@ std::string build_dir() {
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return ".";
   std::string path(exe, static_cast<size_t>(n));
-  path = path.substr(0, path.rfind('/'));     // build/cli
-  return path.substr(0, path.rfind('/'));     // build
+  path = path.substr(0, path.rfind('/'));  // build/cli
+  return path.substr(0, path.rfind('/'));  // build
 }
 
 // The environment's path, else the build tree's, else "".
@@ -42,15 +42,12 @@ std::string find(const char* env, const std::string& relative) {
   return exists(guess) ? guess : "";
 }
 
-int run_replay(const std::vector<std::string>& args) {
+Status run_replay(const std::vector<std::string>& args) {
   const std::string replay = find("CUSWAP_REPLAY", "bench/replay/cuswap-replay");
-  if (replay.empty()) {
-    fmt::print(stderr,
-               "cuswap: error: replay: cuswap-replay not found beside this cuswap "
-               "({}/bench/replay; set CUSWAP_REPLAY)\n",
-               build_dir());
-    return kExitBadInput;
-  }
+  if (replay.empty())
+    return failure(kExitBadInput, fmt::format("replay: cuswap-replay not found beside this cuswap "
+                                              "({}/bench/replay; set CUSWAP_REPLAY)",
+                                              build_dir()));
   const std::string shim = find("CUSWAP_REPLAY_SHIM", "hooks/libcuswap.so");
   const std::string simcuda = find("CUSWAP_REPLAY_SIMCUDA", "tests/simcuda");
   if (!shim.empty()) setenv("CUSWAP_REPLAY_SHIM", shim.c_str(), 1);
@@ -61,8 +58,8 @@ int run_replay(const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   execv(replay.c_str(), argv.data());
-  fmt::print(stderr, "cuswap: error: replay: cannot run {}: {}\n", replay, std::strerror(errno));
-  return kExitFailed;
+  return failure(kExitFailed,
+                 fmt::format("replay: cannot run {}: {}", replay, std::strerror(errno)));
 }
 
 }  // namespace
@@ -71,7 +68,7 @@ Command add_replay(CLI::App& app) {
   auto args = std::make_shared<std::vector<std::string>>();
   CLI::App* sub = app.add_subcommand(
       "replay",
-      "Drive a trace through the CUDA driver API on simcuda (or a GPU), with or without cuswap.");
+      "Drive a trace through the CUDA driver API on simcuda or a GPU, with or without cuswap.");
   sub->footer(
       "Every argument goes to cuswap-replay (`cuswap replay --help-replay` lists them; "
       "docs/replay.md): TRACE [--policy none|reactive|online|plan:FILE|PLANNER] "
