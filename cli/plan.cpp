@@ -1,6 +1,7 @@
 // `cuswap plan`: make a swap plan for a trace and a budget, write it as
-// JSON and print a one-screen summary; or, with --max-batch, answer the
-// largest batch that fits from traces of one model at several batch sizes.
+// JSON and print a one-screen summary (with --json, one JSON object); or,
+// with --max-batch, answer the largest batch that fits from traces of one
+// model at several batch sizes.
 #include <memory>
 #include <regex>
 
@@ -26,6 +27,25 @@ struct PlanOptions {
   PolicyArgs policy;
 };
 
+// What a plan moves each iteration.
+struct Moves {
+  uint64_t out_bytes = 0, in_bytes = 0;
+  size_t groups = 0;
+};
+
+Moves moves_of(const policy::Plan& plan) {
+  Moves m;
+  std::vector<uint32_t> groups;
+  for (const policy::PlanEntry& e : plan.entries) {
+    if (e.leaves) m.out_bytes += e.tensor.size_bytes;
+    if (e.returns) m.in_bytes += e.tensor.size_bytes;
+    groups.push_back(e.group);
+  }
+  std::sort(groups.begin(), groups.end());
+  m.groups = size_t(std::unique(groups.begin(), groups.end()) - groups.begin());
+  return m;
+}
+
 std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   const policy::Workload& w = l.workload;
   const policy::SimResult& r = o.result;
@@ -40,18 +60,10 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   out += fmt::format("link: {}\n", describe_link(l.request.link));
   out += fmt::format("peak without swapping: {}, iteration {}\n",
                      human_bytes(r.infinite_memory_peak_bytes), human_ns(r.infinite_memory_ns));
-  uint64_t out_bytes = 0, in_bytes = 0;
-  std::vector<uint32_t> groups;
-  for (const policy::PlanEntry& e : o.plan.entries) {
-    if (e.leaves) out_bytes += e.tensor.size_bytes;
-    if (e.returns) in_bytes += e.tensor.size_bytes;
-    groups.push_back(e.group);
-  }
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  const Moves m = moves_of(o.plan);
   out += fmt::format("tensors chosen: {} in {} groups, {} out and {} in per iteration\n",
-                     o.plan.entries.size(), groups.size(), human_bytes(out_bytes),
-                     human_bytes(in_bytes));
+                     o.plan.entries.size(), m.groups, human_bytes(m.out_bytes),
+                     human_bytes(m.in_bytes));
   out += fmt::format(
       "predicted: peak {} ({}), iteration {} ({:+.1f}% over infinite memory), "
       "stall {}\n",
@@ -65,6 +77,17 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   out += fmt::format("time scale: {:g}\n", r.time_scale);
   if (r.shortfall) out += shortfall_text(*r.shortfall, w) + "\n";
   return out;
+}
+
+// The summary as one JSON object: the keys of `simulate --json`, and what
+// the plan moves and where it was written.
+std::string summary_json(const Loaded& l, const policy::PlanOutcome& o, const std::string& output) {
+  const Moves m = moves_of(o.plan);
+  return fmt::format(
+      "{{\n{},\n  \"groups\": {},\n  \"out_bytes\": {},\n  \"in_bytes\": {},\n"
+      "  \"output\": {}\n}}\n",
+      render_run_json(l, o.plan, o.plan.entries.size(), o.result), m.groups, m.out_bytes,
+      m.in_bytes, output.empty() ? "null" : json_string(output));
 }
 
 Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
@@ -84,8 +107,13 @@ Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
       policy::plan_and_simulate(*planner, loaded.workload, loaded.request);
   if (!o.output.empty() && !write_file(o.output, policy::write_plan_json(outcome.plan), error))
     return failure(kExitFailed, error);
-  std::string text = summary(loaded, outcome);
-  if (!o.output.empty() && o.output != "-") text += fmt::format("wrote {}\n", o.output);
+  std::string text;
+  if (o.json) {
+    text = summary_json(loaded, outcome, o.output);
+  } else {
+    text = summary(loaded, outcome);
+    if (!o.output.empty() && o.output != "-") text += fmt::format("wrote {}\n", o.output);
+  }
   // With the plan on stdout, the summary goes to stderr.
   if (Status written = write_result(o.output == "-" ? err : out, text);
       written.exit_code != kExitOk)
@@ -215,7 +243,8 @@ Command add_plan(CLI::App& app) {
                   "With --max-batch: the largest acceptable slowdown over infinite memory")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_flag("--json", options->json, "With --max-batch: print one JSON object");
+  sub->add_flag("--json", options->json,
+                "Print the summary (with --max-batch: the table) as one JSON object");
   add_policy_options(sub, options->policy);
   return {sub, [options] {
             return options->max_batch ? run_max_batch(*options, stdout)

@@ -32,13 +32,6 @@ std::string header_text(const Loaded& l, const policy::Plan& plan, size_t entrie
   return out;
 }
 
-std::string notes_json(const policy::Workload& w) {
-  std::string out = "[";
-  for (size_t i = 0; i < w.notes.size(); ++i)
-    out += (i ? ", " : "") + json_string(w.notes[i]);
-  return out + "]";
-}
-
 Status run_simulate(const SimulateOptions& o, std::FILE* out) {
   Loaded loaded;
   std::string error;
@@ -58,16 +51,7 @@ Status run_simulate(const SimulateOptions& o, std::FILE* out) {
   const policy::SimResult r = policy::simulate(loaded.workload, plan.mode, entries, sim);
   std::string text;
   if (o.json) {
-    const policy::Workload& w = loaded.workload;
-    text = fmt::format(
-        "{{\n  \"source\": {},\n  \"format\": {},\n  \"device\": {},\n  \"iteration\": {},\n"
-        "  \"ops\": {},\n  \"tensors\": {},\n  \"planner\": {},\n  \"mode\": {},\n"
-        "  \"entries\": {},\n{},\n  \"notes\": {}\n}}\n",
-        json_string(loaded.trace.source), json_string(trace::format_name(loaded.trace.format)),
-        w.device, w.iteration == trace::kNoIteration ? "null" : fmt::format("{}", w.iteration),
-        w.ops.size(), w.tensors.size(), json_string(plan.planner),
-        json_string(policy::mode_name(plan.mode)), entries.size(), render_result_json(r, w, "  "),
-        notes_json(w));
+    text = "{\n" + render_run_json(loaded, plan, entries.size(), r) + "\n}\n";
   } else {
     text = header_text(loaded, plan, entries.size()) + render_result_text(r, loaded.workload);
   }
