@@ -236,8 +236,13 @@ Command add_plan(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--max-batch", options->max_batch,
                 "Answer the largest batch that fits, from traces at several batch sizes");
+  // One argument per --batches, split at commas: sizes separated by spaces
+  // would take the file names after them too.
   sub->add_option("--batches", options->batches,
-                  "With --max-batch: each file's batch size, in order")
+                  "With --max-batch: each file's batch size, in order, separated by commas "
+                  "(--batches 2,4)")
+      ->type_name("N,...")
+      ->allow_extra_args(false)
       ->delimiter(',');
   sub->add_option("--max-overhead", options->max_overhead,
                   "With --max-batch: the largest acceptable slowdown over infinite memory")
