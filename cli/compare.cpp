@@ -17,17 +17,11 @@ struct CompareOptions {
   PolicyArgs policy;
 };
 
-int run_compare(const CompareOptions& o, std::FILE* out, std::FILE* err) {
+Status run_compare(const CompareOptions& o, std::FILE* out) {
   Loaded loaded;
   std::string error;
-  if (!load(o.file, o.policy, loaded, error)) {
-    fmt::print(err, "cuswap: error: {}\n", error);
-    return kExitBadInput;
-  }
-  if (!loaded.budget_given) {
-    fmt::print(err, "cuswap: error: --budget: a budget is required\n");
-    return kExitBadInput;
-  }
+  if (!load(o.file, o.policy, loaded, error)) return failure(kExitBadInput, error);
+  if (!loaded.budget_given) return failure(kExitBadInput, "--budget: a budget is required");
   std::vector<policy::PlanOutcome> outcomes;
   for (const policy::Planner* p : policy::all_planners())
     outcomes.push_back(policy::plan_and_simulate(*p, loaded.workload, loaded.request));
@@ -58,11 +52,12 @@ int run_compare(const CompareOptions& o, std::FILE* out, std::FILE* err) {
     text += fmt::format("without swapping: peak {}, iteration {}\n",
                         human_bytes(first.infinite_memory_peak_bytes),
                         human_ns(first.infinite_memory_ns));
-    text += fmt::format("lower bound for any plan: {} ({:+.1f}%); time-only bound {}\n",
-                        human_ns(first.lower_bound_ns),
-                        100.0 * static_cast<double>(first.lower_bound_ns - first.infinite_memory_ns) /
-                            static_cast<double>(std::max<int64_t>(1, first.infinite_memory_ns)),
-                        human_ns(first.time_bound_ns));
+    text +=
+        fmt::format("lower bound for any plan: {} ({:+.1f}%); time-only bound {}\n",
+                    human_ns(first.lower_bound_ns),
+                    100.0 * static_cast<double>(first.lower_bound_ns - first.infinite_memory_ns) /
+                        static_cast<double>(std::max<int64_t>(1, first.infinite_memory_ns)),
+                    human_ns(first.time_bound_ns));
     text += fmt::format("{:<10} {:>11} {:>13} {:>9} {:>12} {:>11} {:>11} {:>5}\n", "planner",
                         "peak", "iteration", "overhead", "stall", "out (D2H)", "in (H2D)", "fits");
     for (const policy::PlanOutcome& oc : outcomes) {
@@ -74,11 +69,7 @@ int run_compare(const CompareOptions& o, std::FILE* out, std::FILE* err) {
     }
     if (first.shortfall) text += shortfall_text(*first.shortfall, loaded.workload) + "\n";
   }
-  if (!write_out(out, text)) {
-    fmt::print(err, "cuswap: error: cannot write the output\n");
-    return kExitFailed;
-  }
-  return kExitOk;
+  return write_result(out, text);
 }
 
 }  // namespace
@@ -94,7 +85,7 @@ Command add_compare(CLI::App& app) {
   sub->add_option("file", options->file, "The trace")->required();
   sub->add_flag("--json", options->json, "Print one JSON object");
   add_policy_options(sub, options->policy);
-  return {sub, [options] { return run_compare(*options, stdout, stderr); }};
+  return {sub, [options] { return run_compare(*options, stdout); }};
 }
 
 }  // namespace cuswap::cli

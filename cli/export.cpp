@@ -74,29 +74,23 @@ std::string render_perfetto(const Loaded& l, const policy::Plan& plan, const pol
   return out;
 }
 
-int run_export(const ExportOptions& o, std::FILE* err) {
-  if (!o.perfetto) {
-    fmt::print(err, "cuswap: error: export: expected --perfetto (the one format so far)\n");
-    return kExitBadInput;
-  }
+Status run_export(const ExportOptions& o) {
+  if (!o.perfetto)
+    return failure(kExitBadInput, "export: expected --perfetto (the one format so far)");
   Loaded loaded;
   std::string error;
   policy::Plan plan;
   std::vector<policy::ResolvedEntry> entries;
   if (!load(o.file, o.policy, loaded, error) ||
       ((!o.plan.empty() || !o.planner.empty()) &&
-       !obtain_plan(loaded, o.policy, o.plan, o.planner, plan, entries, error))) {
-    fmt::print(err, "cuswap: error: {}\n", error);
-    return kExitBadInput;
-  }
+       !obtain_plan(loaded, o.policy, o.plan, o.planner, plan, entries, error)))
+    return failure(kExitBadInput, error);
   policy::SimOptions sim = policy::sim_options(loaded.request);
   sim.record_timeline = true;
   const policy::SimResult r = policy::simulate(loaded.workload, plan.mode, entries, sim);
-  if (!write_file(o.output, render_perfetto(loaded, plan, r), error)) {
-    fmt::print(err, "cuswap: error: {}\n", error);
-    return kExitFailed;
-  }
-  return kExitOk;
+  if (!write_file(o.output, render_perfetto(loaded, plan, r), error))
+    return failure(kExitFailed, error);
+  return {};
 }
 
 }  // namespace
@@ -117,7 +111,7 @@ Command add_export(CLI::App& app) {
                   "Make the plan with this planner (needs --budget): " + policy::planner_names())
       ->excludes(plan);
   add_policy_options(sub, options->policy);
-  return {sub, [options] { return run_export(*options, stderr); }};
+  return {sub, [options] { return run_export(*options); }};
 }
 
 }  // namespace cuswap::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/commands.h"
 #include "tracer/trace.h"
 #include "tracer/trace_summary.h"
 
@@ -16,13 +17,13 @@ namespace cuswap::cli {
 struct InspectOptions {
   std::string file;
   bool json = false;
-  bool partial = false;  // read a trace whose recording never finished
-  size_t top = 10;       // rows in the top-kernel and top-buffer tables
+  bool partial = false;   // read a trace whose recording never finished
+  size_t top = 10;        // rows in the top-kernel and top-buffer tables
   std::string max_input;  // --max-input SIZE, "" for the default
 };
 
-// Reads, summarises and prints; returns the exit code (commands.h).
-int run_inspect(const InspectOptions& options, std::FILE* out, std::FILE* err);
+// Reads, summarises and prints to `out` (commands.h: Status).
+Status run_inspect(const InspectOptions& options, std::FILE* out);
 
 std::string render_inspect_text(const trace::TraceSummary& summary, std::string_view file);
 std::string render_inspect_json(const trace::TraceSummary& summary, std::string_view file);

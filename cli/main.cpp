@@ -1,32 +1,54 @@
-// cuswap: the command line. Subcommands register themselves (commands.h);
-// usage errors and anything unexpected are caught here, once.
+// cuswap: the command line. Subcommands register themselves (commands.h)
+// and hand back a Status; usage errors, the commands' errors and anything
+// unexpected are printed here, once, as "cuswap: error: LINE".
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "policy/plan.h"
+#include "tracer/cst_format.h"
 
-int main(int argc, char** argv) {
+#ifndef CUSWAP_VERSION
+#error "CUSWAP_VERSION must be defined by the build"
+#endif
+
+namespace {
+
+cuswap::cli::Status run(int argc, char** argv) {
   using namespace cuswap::cli;
   CLI::App app{"cuswap: use host memory as an extension of GPU memory.", "cuswap"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", CUSWAP_VERSION);
-  const std::vector<Command> commands = {add_inspect(app), add_plan(app), add_simulate(app),
-                                         add_compare(app), add_export(app),
-                                         add_replay(app)};
+  app.require_subcommand(0, 1);
+  app.set_version_flag(
+      "--version", fmt::format("cuswap {} (trace format {}.{}, plan format {})", CUSWAP_VERSION,
+                               cuswap::trace::cst::kFormatMajor, cuswap::trace::cst::kFormatMinor,
+                               cuswap::policy::kPlanVersion));
+  const std::vector<Command> commands = {add_inspect(app), add_plan(app),   add_simulate(app),
+                                         add_compare(app), add_export(app), add_replay(app),
+                                         add_help(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitBadInput;  // --help and --version exit 0
+    if (e.get_exit_code() == 0) return {app.exit(e), {}};  // --help, --version
+    return failure(kExitBadInput, usage_error(app, e, {argv + 1, argv + argc}));
   }
+  for (const Command& command : commands)
+    if (command.app->parsed()) return command.run();
+  return failure(kExitBadInput, missing_command(app));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cuswap::cli::Status status;
   try {
-    for (const Command& command : commands)
-      if (command.app->parsed()) return command.run();
-    return kExitBadInput;
+    status = run(argc, argv);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "cuswap: error: {}\n", e.what());
-    return kExitFailed;
+    status = cuswap::cli::failure(cuswap::cli::kExitFailed, e.what());
   }
+  if (!status.error.empty()) fmt::print(stderr, "cuswap: error: {}\n", status.error);
+  return status.exit_code;
 }

@@ -1,6 +1,7 @@
 // `cuswap plan`: make a swap plan for a trace and a budget, write it as
-// JSON and print a one-screen summary; or, with --max-batch, answer the
-// largest batch that fits from traces of one model at several batch sizes.
+// JSON and print a one-screen summary (with --json, one JSON object); or,
+// with --max-batch, answer the largest batch that fits from traces of one
+// model at several batch sizes.
 #include <memory>
 #include <regex>
 
@@ -26,9 +27,23 @@ struct PlanOptions {
   PolicyArgs policy;
 };
 
-int fail(std::FILE* err, int code, const std::string& line) {
-  fmt::print(err, "cuswap: error: {}\n", line);
-  return code;
+// What a plan moves each iteration.
+struct Moves {
+  uint64_t out_bytes = 0, in_bytes = 0;
+  size_t groups = 0;
+};
+
+Moves moves_of(const policy::Plan& plan) {
+  Moves m;
+  std::vector<uint32_t> groups;
+  for (const policy::PlanEntry& e : plan.entries) {
+    if (e.leaves) m.out_bytes += e.tensor.size_bytes;
+    if (e.returns) m.in_bytes += e.tensor.size_bytes;
+    groups.push_back(e.group);
+  }
+  std::sort(groups.begin(), groups.end());
+  m.groups = size_t(std::unique(groups.begin(), groups.end()) - groups.begin());
+  return m;
 }
 
 std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
@@ -45,25 +60,18 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   out += fmt::format("link: {}\n", describe_link(l.request.link));
   out += fmt::format("peak without swapping: {}, iteration {}\n",
                      human_bytes(r.infinite_memory_peak_bytes), human_ns(r.infinite_memory_ns));
-  uint64_t out_bytes = 0, in_bytes = 0;
-  std::vector<uint32_t> groups;
-  for (const policy::PlanEntry& e : o.plan.entries) {
-    if (e.leaves) out_bytes += e.tensor.size_bytes;
-    if (e.returns) in_bytes += e.tensor.size_bytes;
-    groups.push_back(e.group);
-  }
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  const Moves m = moves_of(o.plan);
   out += fmt::format("tensors chosen: {} in {} groups, {} out and {} in per iteration\n",
-                     o.plan.entries.size(), groups.size(), human_bytes(out_bytes),
-                     human_bytes(in_bytes));
+                     o.plan.entries.size(), m.groups, human_bytes(m.out_bytes),
+                     human_bytes(m.in_bytes));
   out += fmt::format(
       "predicted: peak {} ({}), iteration {} ({:+.1f}% over infinite memory), "
       "stall {}\n",
       human_bytes(r.peak_bytes), r.fits ? "fits" : "does not fit", human_ns(r.iteration_ns),
       100 * r.overhead(), human_ns(r.stall_ns));
   out += fmt::format(
-      "simulated copies: {} out, {} in ({} on demand); lower bound for any plan {} (time-only {})\n",
+      "simulated copies: {} out, {} in ({} on demand); lower bound for any plan {} (time-only "
+      "{})\n",
       human_bytes(r.d2h_bytes), human_bytes(r.h2d_bytes), r.demand_fetches,
       human_ns(r.lower_bound_ns), human_ns(r.time_bound_ns));
   out += fmt::format("time scale: {:g}\n", r.time_scale);
@@ -71,33 +79,52 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
   return out;
 }
 
-int run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
+// The summary as one JSON object: the keys of `simulate --json`, and what
+// the plan moves and where it was written.
+std::string summary_json(const Loaded& l, const policy::PlanOutcome& o, const std::string& output) {
+  const Moves m = moves_of(o.plan);
+  return fmt::format(
+      "{{\n{},\n  \"groups\": {},\n  \"out_bytes\": {},\n  \"in_bytes\": {},\n"
+      "  \"output\": {}\n}}\n",
+      render_run_json(l, o.plan, o.plan.entries.size(), o.result), m.groups, m.out_bytes,
+      m.in_bytes, output.empty() ? "null" : json_string(output));
+}
+
+Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
   if (o.files.size() != 1)
-    return fail(
-        err, kExitBadInput,
+    return failure(
+        kExitBadInput,
         fmt::format("plan: expected one trace file (or --max-batch), got {}", o.files.size()));
   Loaded loaded;
   std::string error;
-  if (!load(o.files[0], o.policy, loaded, error)) return fail(err, kExitBadInput, error);
-  if (!loaded.budget_given) return fail(err, kExitBadInput, "--budget: a budget is required");
+  if (!load(o.files[0], o.policy, loaded, error)) return failure(kExitBadInput, error);
+  if (!loaded.budget_given) return failure(kExitBadInput, "--budget: a budget is required");
   const policy::Planner* planner = policy::find_planner(o.planner);
   if (planner == nullptr)
-    return fail(err, kExitBadInput,
-                fmt::format("--planner: expected one of {}, got \"{}\"", policy::planner_names(),
-                            o.planner));
+    return failure(kExitBadInput, fmt::format("--planner: expected one of {}, got \"{}\"",
+                                              policy::planner_names(), o.planner));
   const policy::PlanOutcome outcome =
       policy::plan_and_simulate(*planner, loaded.workload, loaded.request);
   if (!o.output.empty() && !write_file(o.output, policy::write_plan_json(outcome.plan), error))
-    return fail(err, kExitFailed, error);
-  std::string text = summary(loaded, outcome);
-  if (!o.output.empty() && o.output != "-") text += fmt::format("wrote {}\n", o.output);
-  if (!write_out(o.output == "-" ? err : out, text)) return kExitFailed;
+    return failure(kExitFailed, error);
+  std::string text;
+  if (o.json) {
+    text = summary_json(loaded, outcome, o.output);
+  } else {
+    text = summary(loaded, outcome);
+    if (!o.output.empty() && o.output != "-") text += fmt::format("wrote {}\n", o.output);
+  }
+  // With the plan on stdout, the summary goes to stderr.
+  if (Status written = write_result(o.output == "-" ? err : out, text);
+      written.exit_code != kExitOk)
+    return written;
   if (!outcome.result.fits) {
+    // The verdict, not an error: the summary says what does not fit.
     fmt::print(err, "cuswap: the budget of {} cannot be met by the {} plan\n",
                human_bytes(loaded.request.budget_bytes), o.planner);
-    return kExitFailed;
+    return {kExitFailed, {}};
   }
-  return kExitOk;
+  return {};
 }
 
 // "…-b32.…", "…_bs32…", "…batch32…": the batch size a file name states.
@@ -112,13 +139,14 @@ std::optional<uint32_t> batch_from_name(const std::string& path) {
   return static_cast<uint32_t>(value);
 }
 
-int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
+Status run_max_batch(const PlanOptions& o, std::FILE* out) {
+  if (o.policy.budget.empty() || o.policy.budget.back() == '%')
+    return failure(kExitBadInput, "--budget: --max-batch needs a size");
   if (o.files.size() < 2)
-    return fail(err, kExitBadInput, "--max-batch: expected traces at two or more batch sizes");
+    return failure(kExitBadInput, "--max-batch: expected traces at two or more batch sizes");
   if (!o.batches.empty() && o.batches.size() != o.files.size())
-    return fail(err, kExitBadInput,
-                fmt::format("--batches: expected {} sizes, one per file, got {}", o.files.size(),
-                            o.batches.size()));
+    return failure(kExitBadInput, fmt::format("--batches: expected {} sizes, one per file, got {}",
+                                              o.files.size(), o.batches.size()));
   std::vector<policy::BatchSample> samples;
   policy::PlanRequest request;
   for (size_t i = 0; i < o.files.size(); ++i) {
@@ -126,7 +154,7 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     std::string error;
     PolicyArgs args = o.policy;
     args.budget.clear();  // a percentage would mean a different budget per file
-    if (!load(o.files[i], args, loaded, error)) return fail(err, kExitBadInput, error);
+    if (!load(o.files[i], args, loaded, error)) return failure(kExitBadInput, error);
     request = loaded.request;
     std::optional<uint32_t> batch;
     if (!o.batches.empty())
@@ -134,21 +162,20 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     else
       batch = batch_from_name(o.files[i]);
     if (!batch)
-      return fail(
-          err, kExitBadInput,
-          fmt::format("{}: no batch size in the file name (…-b32…); give --batches", o.files[i]));
+      return failure(kExitBadInput, fmt::format("{}: no batch size in the file name (…-b32…); "
+                                                "give --batches",
+                                                o.files[i]));
     samples.push_back({*batch, std::move(loaded.workload)});
   }
   const std::optional<uint64_t> budget = conf::parse_size(o.policy.budget);
   if (!budget)
-    return fail(
-        err, kExitBadInput,
-        fmt::format("--budget: expected a size such as 12GiB, got \"{}\"", o.policy.budget));
+    return failure(kExitBadInput, fmt::format("--budget: expected a size such as 12GiB, got \"{}\"",
+                                              o.policy.budget));
   request.budget_bytes = *budget;
   policy::BatchModel model;
   std::string error;
   if (!policy::fit_batch_model(std::move(samples), model, error))
-    return fail(err, kExitBadInput, error);
+    return failure(kExitBadInput, error);
   policy::MaxBatchOptions options;
   options.request = request;
   options.max_overhead = o.max_overhead;
@@ -168,8 +195,8 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
           "    {{\"planner\": {}, \"max_batch\": {}, \"capped\": {}, \"peak_bytes\": {}, "
           "\"iteration_ns\": {}, \"overhead\": {:.6f}, \"limit\": {}}}{}\n",
           json_string(rows[i].planner), rows[i].max_batch, rows[i].capped ? "true" : "false",
-          rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead,
-          json_string(rows[i].limit), i + 1 < rows.size() ? "," : "");
+          rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead, json_string(rows[i].limit),
+          i + 1 < rows.size() ? "," : "");
     text += "  ]\n}\n";
   } else {
     text = fmt::format("budget {}, link {}, time scale {:g}, overhead at most {:.0f}%\n",
@@ -179,18 +206,17 @@ int run_max_batch(const PlanOptions& o, std::FILE* out, std::FILE* err) {
     for (uint32_t b : model.batches)
       text += fmt::format(" {}", b);
     text += fmt::format(" ({} tensors matched across them)\n", model.matched_tensors);
-    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}  {}\n", "policy", "max batch",
-                        "peak", "iteration", "overhead", "limit");
+    text += fmt::format("{:<12} {:>10} {:>12} {:>14} {:>9}  {}\n", "policy", "max batch", "peak",
+                        "iteration", "overhead", "limit");
     for (const policy::MaxBatchRow& row : rows)
       text += fmt::format(
           "{:<12} {:>10} {:>12} {:>14} {:>8.1f}%  {}\n",
           row.planner.empty() ? "no swapping" : row.planner,
           row.max_batch == 0 ? std::string("none")
                              : fmt::format("{}{}", row.max_batch, row.capped ? "+" : ""),
-          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead,
-          row.limit);
+          human_bytes(row.peak_bytes), human_ns(row.iteration_ns), 100 * row.overhead, row.limit);
   }
-  return write_out(out, text) ? kExitOk : kExitFailed;
+  return write_result(out, text);
 }
 
 }  // namespace
@@ -210,24 +236,24 @@ Command add_plan(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--max-batch", options->max_batch,
                 "Answer the largest batch that fits, from traces at several batch sizes");
+  // One argument per --batches, split at commas: sizes separated by spaces
+  // would take the file names after them too.
   sub->add_option("--batches", options->batches,
-                  "With --max-batch: each file's batch size, in order")
+                  "With --max-batch: each file's batch size, in order, separated by commas "
+                  "(--batches 2,4)")
+      ->type_name("N,...")
+      ->allow_extra_args(false)
       ->delimiter(',');
   sub->add_option("--max-overhead", options->max_overhead,
                   "With --max-batch: the largest acceptable slowdown over infinite memory")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_flag("--json", options->json, "With --max-batch: print one JSON object");
+  sub->add_flag("--json", options->json,
+                "Print the summary (with --max-batch: the table) as one JSON object");
   add_policy_options(sub, options->policy);
   return {sub, [options] {
-            if (options->max_batch) {
-              if (options->policy.budget.empty() || options->policy.budget.back() == '%') {
-                fmt::print(stderr, "cuswap: error: --budget: --max-batch needs a size\n");
-                return kExitBadInput;
-              }
-              return run_max_batch(*options, stdout, stderr);
-            }
-            return run_single(*options, stdout, stderr);
+            return options->max_batch ? run_max_batch(*options, stdout)
+                                      : run_single(*options, stdout, stderr);
           }};
 }
 

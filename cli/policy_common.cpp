@@ -208,7 +208,6 @@ std::string render_result_text(const policy::SimResult& r, const policy::Workloa
   return out;
 }
 
-
 std::string render_result_json(const policy::SimResult& r, const policy::Workload& w,
                                const std::string& indent) {
   std::string out;
@@ -250,6 +249,23 @@ std::string render_result_json(const policy::SimResult& r, const policy::Workloa
     key("shortfall", "null");
   }
   return out;
+}
+
+std::string render_run_json(const Loaded& l, const policy::Plan& plan, size_t entries,
+                            const policy::SimResult& r) {
+  const policy::Workload& w = l.workload;
+  std::string notes = "[";
+  for (size_t i = 0; i < w.notes.size(); ++i)
+    notes += (i ? ", " : "") + json_string(w.notes[i]);
+  notes += "]";
+  return fmt::format(
+      "  \"source\": {},\n  \"format\": {},\n  \"device\": {},\n  \"iteration\": {},\n"
+      "  \"ops\": {},\n  \"tensors\": {},\n  \"planner\": {},\n  \"mode\": {},\n"
+      "  \"entries\": {},\n{},\n  \"notes\": {}",
+      json_string(l.trace.source), json_string(trace::format_name(l.trace.format)), w.device,
+      w.iteration == trace::kNoIteration ? "null" : fmt::format("{}", w.iteration), w.ops.size(),
+      w.tensors.size(), json_string(plan.planner), json_string(policy::mode_name(plan.mode)),
+      entries, render_result_json(r, w, "  "), notes);
 }
 
 bool write_out(std::FILE* out, const std::string& text) {

@@ -70,6 +70,11 @@ std::string describe_link(const policy::Link& link);
 std::string render_result_text(const policy::SimResult& r, const policy::Workload& workload);
 std::string render_result_json(const policy::SimResult& r, const policy::Workload& workload,
                                const std::string& indent);
+// The members (without braces) that `simulate --json` and `plan --json`
+// share: the trace and its window, the plan (its planner, mode and entries
+// resolved in the workload), the simulation's keys and the workload's notes.
+std::string render_run_json(const Loaded& l, const policy::Plan& plan, size_t entries,
+                            const policy::SimResult& r);
 // "the budget cannot be met: op … needs … at once, … over; its largest tensors: …"
 std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w);
 

@@ -2,6 +2,9 @@
 // with the pieces of this build found for it: cuswap-replay, libcuswap.so
 // and simcuda's libcuda.so.1, beside this executable in the build tree, or
 // named by CUSWAP_REPLAY, CUSWAP_REPLAY_SHIM and CUSWAP_REPLAY_SIMCUDA.
+// An install has libcuswap.so (PREFIX/lib beside PREFIX/bin/cuswap) but
+// neither cuswap-replay nor simcuda: they are built with the tests, and a
+// libcuda.so.1 that is not the driver has no place in a library directory.
 // cuswap-replay itself sets LD_LIBRARY_PATH, LD_PRELOAD and CUSWAP_CONF for
 // each run it makes (one per policy, and the infinite-memory run), so this
 // only finds the paths and hands over every argument.
@@ -11,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 
 #include <fmt/format.h>
@@ -21,38 +25,49 @@ namespace cuswap::cli {
 
 namespace {
 
+#ifndef CUSWAP_LIBDIR_FROM_BINDIR
+#error "CUSWAP_LIBDIR_FROM_BINDIR must name the installed library directory, from the bin one"
+#endif
+
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
-std::string build_dir() {
+// This executable's directory: build/cli in a build tree, PREFIX/bin installed.
+std::string exe_dir() {
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return ".";
-  std::string path(exe, static_cast<size_t>(n));
-  path = path.substr(0, path.rfind('/'));     // build/cli
-  return path.substr(0, path.rfind('/'));     // build
+  if (n <= 0) return "./cli";
+  const std::string path(exe, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
 }
 
-// The environment's path, else the build tree's, else "".
-std::string find(const char* env, const std::string& relative) {
+std::string build_dir() {
+  const std::string dir = exe_dir();
+  return dir.substr(0, dir.rfind('/'));
+}
+
+// The environment's path, else the first of `places` that exists, else "".
+std::string find(const char* env, std::initializer_list<std::string> places) {
   if (const char* value = std::getenv(env); value && *value) return value;
-  const std::string guess = build_dir() + "/" + relative;
-  return exists(guess) ? guess : "";
+  for (const std::string& place : places)
+    if (exists(place)) return place;
+  return "";
 }
 
-int run_replay(const std::vector<std::string>& args) {
-  const std::string replay = find("CUSWAP_REPLAY", "bench/replay/cuswap-replay");
-  if (replay.empty()) {
-    fmt::print(stderr,
-               "cuswap: error: replay: cuswap-replay not found beside this cuswap "
-               "({}/bench/replay; set CUSWAP_REPLAY)\n",
-               build_dir());
-    return kExitBadInput;
-  }
-  const std::string shim = find("CUSWAP_REPLAY_SHIM", "hooks/libcuswap.so");
-  const std::string simcuda = find("CUSWAP_REPLAY_SIMCUDA", "tests/simcuda");
+Status run_replay(const std::vector<std::string>& args) {
+  const std::string replay = find("CUSWAP_REPLAY", {build_dir() + "/bench/replay/cuswap-replay"});
+  if (replay.empty())
+    return failure(kExitBadInput,
+                   fmt::format("replay: cuswap-replay not found beside this cuswap "
+                               "({}/bench/replay; a build tree with the tests has it, an install "
+                               "does not; set CUSWAP_REPLAY)",
+                               build_dir()));
+  const std::string shim =
+      find("CUSWAP_REPLAY_SHIM", {build_dir() + "/hooks/libcuswap.so",
+                                  exe_dir() + "/" CUSWAP_LIBDIR_FROM_BINDIR "/libcuswap.so"});
+  const std::string simcuda = find("CUSWAP_REPLAY_SIMCUDA", {build_dir() + "/tests/simcuda"});
   if (!shim.empty()) setenv("CUSWAP_REPLAY_SHIM", shim.c_str(), 1);
   if (!simcuda.empty()) setenv("CUSWAP_REPLAY_SIMCUDA", simcuda.c_str(), 1);
   std::vector<char*> argv = {const_cast<char*>(replay.c_str())};
@@ -61,8 +76,8 @@ int run_replay(const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   execv(replay.c_str(), argv.data());
-  fmt::print(stderr, "cuswap: error: replay: cannot run {}: {}\n", replay, std::strerror(errno));
-  return kExitFailed;
+  return failure(kExitFailed,
+                 fmt::format("replay: cannot run {}: {}", replay, std::strerror(errno)));
 }
 
 }  // namespace
@@ -71,7 +86,7 @@ Command add_replay(CLI::App& app) {
   auto args = std::make_shared<std::vector<std::string>>();
   CLI::App* sub = app.add_subcommand(
       "replay",
-      "Drive a trace through the CUDA driver API on simcuda (or a GPU), with or without cuswap.");
+      "Drive a trace through the CUDA driver API on simcuda or a GPU, with or without cuswap.");
   sub->footer(
       "Every argument goes to cuswap-replay (`cuswap replay --help-replay` lists them; "
       "docs/replay.md): TRACE [--policy none|reactive|online|plan:FILE|PLANNER] "

@@ -32,54 +32,32 @@ std::string header_text(const Loaded& l, const policy::Plan& plan, size_t entrie
   return out;
 }
 
-std::string notes_json(const policy::Workload& w) {
-  std::string out = "[";
-  for (size_t i = 0; i < w.notes.size(); ++i)
-    out += (i ? ", " : "") + json_string(w.notes[i]);
-  return out + "]";
-}
-
-int run_simulate(const SimulateOptions& o, std::FILE* out, std::FILE* err) {
+Status run_simulate(const SimulateOptions& o, std::FILE* out) {
   Loaded loaded;
   std::string error;
   policy::Plan plan;
   std::vector<policy::ResolvedEntry> entries;
-  if (!load(o.file, o.policy, loaded, error)) {
-    fmt::print(err, "cuswap: error: {}\n", error);
-    return kExitBadInput;
-  }
+  if (!load(o.file, o.policy, loaded, error)) return failure(kExitBadInput, error);
   // Without a budget or a plan: the infinite-memory figures, nothing moved.
   const bool unlimited = o.plan.empty() && !loaded.budget_given;
   if (unlimited) {
     loaded.request.budget_bytes = UINT64_MAX;
     plan.planner = "none";
   } else if (!obtain_plan(loaded, o.policy, o.plan, o.planner, plan, entries, error)) {
-    fmt::print(err, "cuswap: error: {}\n", error);
-    return kExitBadInput;
+    return failure(kExitBadInput, error);
   }
   policy::SimOptions sim = policy::sim_options(loaded.request);
   sim.bounds = true;
   const policy::SimResult r = policy::simulate(loaded.workload, plan.mode, entries, sim);
   std::string text;
   if (o.json) {
-    const policy::Workload& w = loaded.workload;
-    text = fmt::format(
-        "{{\n  \"source\": {},\n  \"format\": {},\n  \"device\": {},\n  \"iteration\": {},\n"
-        "  \"ops\": {},\n  \"tensors\": {},\n  \"planner\": {},\n  \"mode\": {},\n"
-        "  \"entries\": {},\n{},\n  \"notes\": {}\n}}\n",
-        json_string(loaded.trace.source), json_string(trace::format_name(loaded.trace.format)),
-        w.device, w.iteration == trace::kNoIteration ? "null" : fmt::format("{}", w.iteration),
-        w.ops.size(), w.tensors.size(), json_string(plan.planner),
-        json_string(policy::mode_name(plan.mode)), entries.size(), render_result_json(r, w, "  "),
-        notes_json(w));
+    text = "{\n" + render_run_json(loaded, plan, entries.size(), r) + "\n}\n";
   } else {
     text = header_text(loaded, plan, entries.size()) + render_result_text(r, loaded.workload);
   }
-  if (!write_out(out, text)) {
-    fmt::print(err, "cuswap: error: cannot write the output\n");
-    return kExitFailed;
-  }
-  return r.fits ? kExitOk : kExitFailed;
+  if (Status written = write_result(out, text); written.exit_code != kExitOk) return written;
+  // A plan that does not fit: the report says by how much.
+  return {r.fits ? kExitOk : kExitFailed, {}};
 }
 
 }  // namespace
@@ -102,7 +80,7 @@ Command add_simulate(CLI::App& app) {
       ->excludes(plan);
   sub->add_flag("--json", options->json, "Print one JSON object");
   add_policy_options(sub, options->policy);
-  return {sub, [options] { return run_simulate(*options, stdout, stderr); }};
+  return {sub, [options] { return run_simulate(*options, stdout); }};
 }
 
 }  // namespace cuswap::cli

@@ -3,6 +3,8 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
 #include "policy/planner.h"
 #include "tests/policy/chain.h"
 #include "tests/policy/plan_checks.h"
@@ -99,9 +101,9 @@ TEST(Cuswap, GroupsSmallTensorsOfOneStep) {
   // 100 ns against a 1 us latency: small, so they move as one group.
   TraceBuilder b;
   for (int i = 0; i < 7; ++i)
-    b.op("s" + std::to_string(i), 1'000'000);
+    b.op(fmt::format("s{}", i), 1'000'000);
   for (int i = 0; i < 10; ++i)
-    b.tensor("h" + std::to_string(i), 100, 0, {6}, 6);
+    b.tensor(fmt::format("h{}", i), 100, 0, {6}, 6);
   b.tensor("tmp", 500, 3, {}, 3);
   const Workload w = build(b.take());
   const PlanOutcome out =
@@ -127,7 +129,7 @@ TEST(Cuswap, PrefersWhatCanBeHidden) {
   const int64_t ms = 1'000'000;
   const int64_t durations[] = {ms, ms, 300'000, 300'000, 300'000, ms, ms, ms};
   for (int i = 0; i < 8; ++i)
-    b.op("o" + std::to_string(i), durations[i]);
+    b.op(fmt::format("o{}", i), durations[i]);
   b.tensor("long", 600'000, 0, {6}, 6);
   b.tensor("short", 600'000, 1, {5}, 5);
   b.tensor("tmp", 600'000, 3, {}, 3);
@@ -150,7 +152,7 @@ TEST(Cuswap, WeightsLeaveAfterTheirLastUseUntilTheNextIteration) {
   // iteration can cover (8 us against two 2 us copies).
   TraceBuilder b;
   for (int i = 0; i < 10; ++i)
-    b.op("o" + std::to_string(i), 1000);
+    b.op(fmt::format("o{}", i), 1000);
   b.weight("w", 2000, {2, 3});
   b.tensor("x", 1000, 6, {7}, 7);
   const Workload w = build(b.take());
@@ -177,7 +179,7 @@ TEST(Cuswap, StateMadeAnewEachIterationMovesAsAPair) {
   // new leaves after op 2 and old starts on the host, back for op 8.
   TraceBuilder b;
   for (int i = 0; i < 10; ++i)
-    b.op("o" + std::to_string(i), 1000);
+    b.op(fmt::format("o{}", i), 1000);
   const uint32_t old = b.weight("old", 2000, {8});
   b.free_at(old, 8);
   b.tensor("new", 2000, 2, {}, std::nullopt);
@@ -209,7 +211,7 @@ TEST(Cuswap, WhatOutlivesTheCaptureUnpairedLeavesForGood) {
   // leaves after op 2 and does not come back; the op 5 temporary fits.
   TraceBuilder b;
   for (int i = 0; i < 10; ++i)
-    b.op("o" + std::to_string(i), 1000);
+    b.op(fmt::format("o{}", i), 1000);
   b.tensor("new", 2000, 2, {}, std::nullopt);
   b.tensor("tmp", 2000, 6, {}, 6);
   const Workload w = build(b.take());
@@ -229,9 +231,9 @@ TEST(Cuswap, GroupsSmallTensorsThatLeaveAfterDifferentOps) {
   // latency: they leave together after op 4 and come back as one copy.
   TraceBuilder b;
   for (int i = 0; i < 10; ++i)
-    b.op("s" + std::to_string(i), 1'000'000);
+    b.op(fmt::format("s{}", i), 1'000'000);
   for (int i = 0; i < 10; ++i)
-    b.tensor("h" + std::to_string(i), 100, static_cast<uint32_t>(i / 2), {9}, 9);
+    b.tensor(fmt::format("h{}", i), 100, static_cast<uint32_t>(i / 2), {9}, 9);
   b.tensor("tmp", 600, 7, {}, 7);
   const Workload w = build(b.take());
   const PlanOutcome out =
@@ -276,12 +278,12 @@ TEST(Peers, VdnnFindsConvolutionInputsWithoutConsumerAccesses) {
   const int64_t ms = 1'000'000;
   uint32_t f[3], back[3];
   for (int i = 0; i < 3; ++i)
-    f[i] = b.op("f" + std::to_string(i), ms, i == 0 ? "Relu" : "Conv2D");
+    f[i] = b.op(fmt::format("f{}", i), ms, i == 0 ? "Relu" : "Conv2D");
   b.op("L", ms, "Loss");
   for (int i = 2; i >= 0; --i)
-    back[i] = b.op("b" + std::to_string(i), ms, "Conv2DBackprop");
+    back[i] = b.op(fmt::format("b{}", i), ms, "Conv2DBackprop");
   for (int i = 0; i < 3; ++i)
-    b.tensor("x" + std::to_string(i), 1000, f[i], {back[i]}, back[i]);
+    b.tensor(fmt::format("x{}", i), 1000, f[i], {back[i]}, back[i]);
   const Workload w = build(b.take());
   const Plan plan = find_planner("vdnn")->plan(w, request(UINT64_MAX));
   std::set<std::string> names;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
@@ -33,14 +34,16 @@ std::vector<Record> records_of(const std::vector<uint8_t>& f) {
   return out;
 }
 
+// Sized once and filled in place: growing it by insert() makes GCC 12 at -O3
+// warn (-Warray-bounds) about a copy past the first five bytes that never
+// happens.
 std::vector<uint8_t> make_record(uint8_t tag, const std::vector<uint8_t>& payload) {
-  std::vector<uint8_t> r(cst::kRecordHeaderBytes);
+  const size_t crc_at = cst::kRecordHeaderBytes + payload.size();
+  std::vector<uint8_t> r(crc_at + cst::kCrcBytes);
   r[0] = tag;
   cst::put_u32(r.data() + 1, uint32_t(payload.size()));
-  r.insert(r.end(), payload.begin(), payload.end());
-  uint8_t crc[4];
-  cst::put_u32(crc, uint32_t(crc32_z(0, r.data(), r.size())));
-  r.insert(r.end(), crc, crc + 4);
+  std::copy(payload.begin(), payload.end(), r.begin() + cst::kRecordHeaderBytes);
+  cst::put_u32(r.data() + crc_at, uint32_t(crc32_z(0, r.data(), crc_at)));
   return r;
 }
 
