@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "cli/commands.h"
+#include "cli/status.h"
 #include "tracer/trace.h"
 #include "tracer/trace_summary.h"
 
@@ -22,7 +22,7 @@ struct InspectOptions {
   std::string max_input;  // --max-input SIZE, "" for the default
 };
 
-// Reads, summarises and prints to `out` (commands.h: Status).
+// Reads, summarises and prints to `out`.
 Status run_inspect(const InspectOptions& options, std::FILE* out);
 
 std::string render_inspect_text(const trace::TraceSummary& summary, std::string_view file);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test, then the sanitizer (ASan+UBSan)
-# build's tests. Exits non-zero on any failure.
+# Sets up, builds and runs every test, checks a plain Release build's install
+# (scripts/install-check.sh), then runs the sanitizer (ASan+UBSan) build's
+# tests. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,6 +11,9 @@ echo "== build (default)"
 scripts/build.sh default
 echo "== test (default)"
 ctest --preset default -j "$jobs"
+
+echo "== install check (Release, no preset)"
+scripts/install-check.sh
 
 echo "== build (asan)"
 scripts/build.sh asan
