@@ -26,6 +26,10 @@ Command add_simulate(CLI::App& app);  // cli/simulate.cpp
 Command add_compare(CLI::App& app);   // cli/compare.cpp
 Command add_export(CLI::App& app);    // cli/export.cpp
 Command add_replay(CLI::App& app);    // cli/replay.cpp
+// `cuswap run`; `after_dashes`: the words after the first `--` of the
+// command line, which main() keeps from CLI11 (it would hand a leading `--`
+// of a subcommand back to the top level).
+Command add_run(CLI::App& app, std::vector<std::string> after_dashes);  // cli/run.cpp
 // How a user is told how to use cuswap (cli/usage.cpp). `cuswap help
 // [COMMAND]`: the commands, one line each, or one command's help.
 Command add_help(CLI::App& app);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,15 +21,25 @@ namespace {
 
 cuswap::cli::Status run(int argc, char** argv) {
   using namespace cuswap::cli;
+  // `cuswap run [OPTIONS] -- COMMAND...`: what follows the `--` is the
+  // command's, and CLI11 does not see it.
+  std::vector<std::string> after_dashes;
+  if (argc > 2 && std::string_view(argv[1]) == "run")
+    for (int i = 2; i < argc; ++i)
+      if (std::string_view(argv[i]) == "--") {
+        after_dashes.assign(argv + i + 1, argv + argc);
+        argc = i;
+        break;
+      }
   CLI::App app{"cuswap: use host memory as an extension of GPU memory.", "cuswap"};
   app.require_subcommand(0, 1);
   app.set_version_flag(
       "--version", fmt::format("cuswap {} (trace format {}.{}, plan format {})", CUSWAP_VERSION,
                                cuswap::trace::cst::kFormatMajor, cuswap::trace::cst::kFormatMinor,
                                cuswap::policy::kPlanVersion));
-  const std::vector<Command> commands = {add_inspect(app), add_plan(app),   add_simulate(app),
-                                         add_compare(app), add_export(app), add_replay(app),
-                                         add_help(app)};
+  const std::vector<Command> commands = {
+      add_inspect(app), add_plan(app),   add_simulate(app),          add_compare(app),
+      add_export(app),  add_replay(app), add_run(app, after_dashes), add_help(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

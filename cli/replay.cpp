@@ -8,53 +8,21 @@
 // cuswap-replay itself sets LD_LIBRARY_PATH, LD_PRELOAD and CUSWAP_CONF for
 // each run it makes (one per policy, and the infinite-memory run), so this
 // only finds the paths and hands over every argument.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/locate.h"
 
 namespace cuswap::cli {
 
 namespace {
-
-#ifndef CUSWAP_LIBDIR_FROM_BINDIR
-#error "CUSWAP_LIBDIR_FROM_BINDIR must name the installed library directory, from the bin one"
-#endif
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
-
-// This executable's directory: build/cli in a build tree, PREFIX/bin installed.
-std::string exe_dir() {
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "./cli";
-  const std::string path(exe, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
-
-std::string build_dir() {
-  const std::string dir = exe_dir();
-  return dir.substr(0, dir.rfind('/'));
-}
-
-// The environment's path, else the first of `places` that exists, else "".
-std::string find(const char* env, std::initializer_list<std::string> places) {
-  if (const char* value = std::getenv(env); value && *value) return value;
-  for (const std::string& place : places)
-    if (exists(place)) return place;
-  return "";
-}
 
 Status run_replay(const std::vector<std::string>& args) {
   const std::string replay = find("CUSWAP_REPLAY", {build_dir() + "/bench/replay/cuswap-replay"});
@@ -64,9 +32,7 @@ Status run_replay(const std::vector<std::string>& args) {
                                "({}/bench/replay; a build tree with the tests has it, an install "
                                "does not; set CUSWAP_REPLAY)",
                                build_dir()));
-  const std::string shim =
-      find("CUSWAP_REPLAY_SHIM", {build_dir() + "/hooks/libcuswap.so",
-                                  exe_dir() + "/" CUSWAP_LIBDIR_FROM_BINDIR "/libcuswap.so"});
+  const std::string shim = find_shim("CUSWAP_REPLAY_SHIM");
   const std::string simcuda = find("CUSWAP_REPLAY_SIMCUDA", {build_dir() + "/tests/simcuda"});
   if (!shim.empty()) setenv("CUSWAP_REPLAY_SHIM", shim.c_str(), 1);
   if (!simcuda.empty()) setenv("CUSWAP_REPLAY_SIMCUDA", simcuda.c_str(), 1);

@@ -50,7 +50,7 @@ const std::string kTrace = kData + "lstm-l1-t32-b2.timeline.json.gz";
 const std::string kTraceB4 = kData + "lstm-l1-t32-b4.timeline.json.gz";
 
 const std::vector<std::string> kCommands = {"inspect", "plan",   "simulate", "compare",
-                                            "export",  "replay", "help"};
+                                            "export",  "replay", "run",      "help"};
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -91,6 +91,22 @@ TEST(CliUsage, AnUnknownOptionIsNamed) {
   expect_usage_error(cuswap({"--bogus"}), "--bogus");
   expect_usage_error(cuswap({"inspect"}), "file is required");
   expect_usage_error(cuswap({"inspect", kTrace, "--top", "0"}), "--top");
+}
+
+// `cuswap run` checks its own options before it starts anything.
+TEST(CliUsage, RunSaysWhatIsWrongBeforeItStartsTheCommand) {
+  const std::string never = "/nonexistent/never-started";
+  expect_usage_error(cuswap({"run", "--budget", "12GB/", "--", never}),
+                     "--budget 12GB/: not a size");
+  expect_usage_error(cuswap({"run", "--plan", "/nonexistent/plan.json", "--", never}),
+                     "/nonexistent/plan.json");
+  expect_usage_error(cuswap({"run", "--plan", kTrace, "--", never}), "--plan: ");
+  expect_usage_error(cuswap({"run", "--record", "/nonexistent/dir/run.cst", "--", never}),
+                     "/nonexistent/dir is not a directory");
+  expect_usage_error(cuswap({"run", "--record", "a,b.cst", "--", never}), "a path with a comma");
+  expect_usage_error(cuswap({"run", "--budgte", "1G", never}), "unknown option --budgte");
+  expect_usage_error(cuswap({"run"}), "no command");
+  expect_usage_error(cuswap({"run", "--"}), "no command");
 }
 
 TEST(CliUsage, NoCommandIsAnError) {

@@ -1,8 +1,9 @@
 // The swapping allocator end to end: an unmodified program that needs more
 // device memory than simcuda has, run with LD_PRELOAD=libcuswap.so and a
-// budget, in both eviction modes.
+// budget, in both eviction modes, and through `cuswap run`.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
@@ -83,10 +84,10 @@ constexpr uint64_t kKernels = 16;
 TEST_P(RecordedSwap, HoldsKernelTimesAndEveryCopyCuswapMade) {
   TempDir dir;
   const std::string path = dir.path("run.cst");
-  const ProgramResult r = run_program(
-      {PROG_OVERSUBSCRIBE, std::to_string(kKernelNs)},
-      environment("budget:64MiB,record:" + path, std::string("memory:64MiB,host_vmm:") + GetParam(),
-                  true));
+  const ProgramResult r =
+      run_program({PROG_OVERSUBSCRIBE, std::to_string(kKernelNs)},
+                  environment("budget:64MiB,record:" + path,
+                              std::string("memory:64MiB,host_vmm:") + GetParam(), true));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ASSERT_NE(r.out.find("allocated 8 of 8\n"), std::string::npos) << r.out;
 
@@ -114,8 +115,8 @@ TEST_P(RecordedSwap, HoldsKernelTimesAndEveryCopyCuswapMade) {
   const Env cli = environment("", "", false);
   const ProgramResult j = run_program({CUSWAP_CLI, "inspect", path, "--json"}, cli);
   ASSERT_EQ(j.exit_code, 0) << j.err;
-  for (const char* key : {"evictions", "prefetches", "prefetches_on_demand", "bytes_to_host",
-                          "bytes_to_device"})
+  for (const char* key :
+       {"evictions", "prefetches", "prefetches_on_demand", "bytes_to_host", "bytes_to_device"})
     EXPECT_EQ(json_number(j.out, key), static_cast<long long>(counter(t, key))) << key;
   EXPECT_EQ(json_number(j.out, "kernel_time_ns"), static_cast<long long>(s.kernel_time_ns));
 
@@ -133,10 +134,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, RecordedSwap, ::testing::Values("true", "false")
 TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
   TempDir dir;
   const std::string path = dir.path("untimed.cst");
-  const ProgramResult r =
-      run_program({PROG_OVERSUBSCRIBE}, environment("budget:64MiB,record_timing:false,record:" +
-                                                        path,
-                                                    "memory:64MiB", true));
+  const ProgramResult r = run_program(
+      {PROG_OVERSUBSCRIBE},
+      environment("budget:64MiB,record_timing:false,record:" + path, "memory:64MiB", true));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Env cli = environment("", "", false);
   for (const char* command : {"simulate", "compare", "plan"}) {
@@ -146,6 +146,77 @@ TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
     EXPECT_EQ(c.err.find('\n'), c.err.size() - 1) << "one line: " << c.err;
     EXPECT_EQ(c.out.find("0.0%"), std::string::npos) << c.out;
   }
+}
+
+// `cuswap run` sets LD_PRELOAD and CUSWAP_CONF itself: the program is the
+// same one that fails without cuswap above.
+TEST(CuswapRun, AnUnmodifiedProgramOversubscribesAndCompletes) {
+  Env env = environment("", "memory:64MiB", false);
+  env["LD_PRELOAD"] = ASAN_RUNTIME;  // the sanitizer's runtime stays first
+  const ProgramResult r = run_program(
+      {CUSWAP_CLI, "run", "--budget", "64MiB", "--stats", "--", PROG_OVERSUBSCRIBE}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* line : {"allocated 8 of 8", "wrong bytes read back 0",
+                           "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
+    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
+        << "missing '" << line << "' in:\n"
+        << r.out << r.err;
+  EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
+}
+
+TEST(CuswapRun, TheCommandsExitStatusComesBack) {
+  const Env env = environment("", "", false);
+  EXPECT_EQ(run_program({CUSWAP_CLI, "run", "--", "/bin/sh", "-c", "exit 7"}, env).exit_code, 7);
+  // The words after the command's own `--` are the command's.
+  const ProgramResult echo = run_program(
+      {CUSWAP_CLI, "run", "/bin/sh", "-c", "echo \"$1 $2\"", "sh", "--", "--budget"}, env);
+  EXPECT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "-- --budget\n");
+  const ProgramResult missing = run_program({CUSWAP_CLI, "run", "--", "/nonexistent/prog"}, env);
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_EQ(missing.err,
+            "cuswap: error: run: cannot run /nonexistent/prog: No such file or "
+            "directory\n");
+}
+
+TEST(CuswapRun, DryRunPrintsTheEnvironment) {
+  TempDir dir;
+  Env env = environment("stats:false", "", false);
+  env["LD_PRELOAD"] = "/opt/other.so";
+  env["TF_GPU_ALLOCATOR"] = "bfc";  // the user's switch stays
+  env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "";
+  env["XLA_PYTHON_CLIENT_ALLOCATOR"] = "";
+  const ProgramResult r =
+      run_program({"/bin/sh", "-c",
+                   std::string("cd '") + dir.path("") + "' && exec '" + CUSWAP_CLI +
+                       "' run --dry-run --budget 1GiB --record run.cst --stats --conf "
+                       "online:false -- prog --arg"},
+                  env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string record = std::filesystem::weakly_canonical(dir.path("run.cst")).string();
+  EXPECT_EQ(r.out, std::string("LD_PRELOAD=") + CUSWAP_SHIM +
+                       ":/opt/other.so\n"
+                       "CUSWAP_CONF=stats:false,budget:1GiB,record:" +
+                       record +
+                       ",stats:true,online:false\n"
+                       "PYTORCH_NO_CUDA_MEMORY_CACHING=1\n"
+                       "XLA_PYTHON_CLIENT_ALLOCATOR=platform\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path("run.cst")));
+  // CUSWAP_LIBRARY names the shim; one already preloaded is not added again.
+  const std::string custom = dir.path("libcuswap.so");
+  std::filesystem::copy_file(CUSWAP_SHIM, custom);
+  env["CUSWAP_LIBRARY"] = custom;
+  env["LD_PRELOAD"] = custom;
+  const ProgramResult again =
+      run_program({CUSWAP_CLI, "run", "--dry-run", "--torch-pluggable", "--", "prog"}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "XLA_PYTHON_CLIENT_ALLOCATOR=platform\n");
+  env["CUSWAP_LIBRARY"] = dir.path("none.so");
+  const ProgramResult none = run_program({CUSWAP_CLI, "run", "--", "prog"}, env);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.err,
+            "cuswap: error: run: CUSWAP_LIBRARY=" + dir.path("none.so") + ": no such file\n");
 }
 
 }  // namespace
