@@ -4,9 +4,15 @@
 #ifndef CUSWAP_CUSWAP_H
 #define CUSWAP_CUSWAP_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* cudaStream_t and CUstream, without the CUDA headers. */
+struct CUstream_st;
 
 #define CUSWAP_API __attribute__((visibility("default")))
 
@@ -26,6 +32,17 @@ CUSWAP_API const char* cuswap_stats_json(void);
 
 /* "MAJOR.MINOR.PATCH" of the loaded libcuswap.so. */
 CUSWAP_API const char* cuswap_version(void);
+
+/* PyTorch's pluggable allocator (torch.cuda.memory.CUDAPluggableAllocator,
+ * as python/cuswap/torch.py uses it): a block of `size` bytes on `device`,
+ * ordered on `stream`, or NULL when there is no memory for it; and its
+ * free, on the stream it was allocated on. Under a budget the swapping
+ * allocator serves them, as it serves cuMemAllocAsync; without one the
+ * driver does. Swapping needs libcuswap.so preloaded (LD_PRELOAD, or
+ * `cuswap run`), so that cuswap sees the kernels: loaded only by PyTorch,
+ * the blocks come straight from the driver and a warning says so. */
+CUSWAP_API void* cuswap_torch_alloc(ssize_t size, int device, struct CUstream_st* stream);
+CUSWAP_API void cuswap_torch_free(void* ptr, size_t size, int device, struct CUstream_st* stream);
 
 #ifdef __cplusplus
 }

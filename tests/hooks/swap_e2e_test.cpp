@@ -219,4 +219,41 @@ TEST(CuswapRun, DryRunPrintsTheEnvironment) {
             "cuswap: error: run: CUSWAP_LIBRARY=" + dir.path("none.so") + ": no such file\n");
 }
 
+// PyTorch's pluggable allocator ABI, called as PyTorch calls it, from a
+// library it loads itself (tests/hooks/programs/torch_abi.cpp).
+TEST(TorchAllocatorAbi, BlocksSwapUnderABudgetAndEveryByteSurvives) {
+  const ProgramResult r = run_program({PROG_TORCH_ABI, CUSWAP_SHIM},
+                                      environment("budget:64MiB,stats:true", "memory:64MiB", true));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* line :
+       {"zero bytes null", "round 0: allocated 8 of 8", "round 1: allocated 8 of 8",
+        "wrong bytes read back 0", "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
+    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
+        << "missing '" << line << "' in:\n"
+        << r.out << r.err;
+  EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
+}
+
+// Loaded by PyTorch but not preloaded, cuswap cannot see the kernels, so it
+// swaps nothing: the blocks are the driver's, and one warning says why.
+TEST(TorchAllocatorAbi, LoadedButNotPreloadedPassesThrough) {
+  Env env = environment("budget:64MiB", "memory:64MiB", false);
+  // Room for the shim's initial-exec TLS (its private jemalloc's) in a
+  // library loaded after the start; preloaded, it needs none.
+  env["GLIBC_TUNABLES"] = "glibc.rtld.optional_static_tls=65536";
+  const ProgramResult r = run_program({PROG_TORCH_ABI, CUSWAP_SHIM}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* line :
+       {"round 0: block 1: null", "round 0: allocated 1 of 8", "round 1: allocated 1 of 8",
+        "wrong bytes read back 0", "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
+    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
+        << "missing '" << line << "' in:\n"
+        << r.out << r.err;
+  const std::string warning =
+      "preload it (LD_PRELOAD, or cuswap run); until then nothing is swapped";
+  ASSERT_NE(r.err.find(warning), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning), r.err.rfind(warning)) << "said once: " << r.err;
+}
+
 }  // namespace
