@@ -12,6 +12,7 @@ with eager execution disabled) and eager mode cannot share one process.
 Warm-up steps run untraced; only the last step is traced, so a file holds
 one training step.
 
+The capture itself is cuswap.tf's (python/cuswap/tf.py), from this checkout.
 The environment matters and is set here before TensorFlow is imported:
 - TF_CPU_ALLOCATOR_USE_BFC=true: the default CPU allocator neither tracks
   allocation sizes nor emits MemoryAllocation/MemoryDeallocation events; the
@@ -29,17 +30,18 @@ Usage: capture_tf.py --model resnet50 --batch 4 [--image-size 32] --out tests/da
 """
 
 import argparse
-import glob
 import gzip
 import os
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+from cuswap import tf as cuswap_tf  # noqa: E402  (imports TensorFlow only when capturing)
+
 CAPTURE_ENV = {
-    "TF_CPU_ALLOCATOR_USE_BFC": "true",
+    **cuswap_tf.CAPTURE_ENVIRONMENT,  # TF_CPU_ALLOCATOR_USE_BFC, TF_ENABLE_ONEDNN_OPTS
     "TF_USE_LEGACY_KERAS": "1",
-    "TF_ENABLE_ONEDNN_OPTS": "0",
     "TF_CPP_MIN_LOG_LEVEL": "2",
     "PYTHONHASHSEED": "0",
 }
@@ -230,7 +232,6 @@ def model_inputs(xs):
 def child_tf1(a, out_dir):
     import numpy as np
     import tensorflow as tf
-    from tensorflow.python.client import timeline
 
     tf.compat.v1.disable_eager_execution()
     tf.compat.v1.set_random_seed(0)
@@ -258,15 +259,9 @@ def child_tf1(a, out_dir):
         d[y] = ys
         return d
 
-    for _ in range(a.warmup):
-        sess.run(train_op, feed_dict=feed())
-    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    meta = tf.compat.v1.RunMetadata()
-    sess.run([train_op, loss], feed_dict=feed(), options=options, run_metadata=meta)
-
-    chrome = timeline.Timeline(meta.step_stats).generate_chrome_trace_format(show_memory=True, show_dataflow=True)
-    write_gz(os.path.join(out_dir, "timeline.json.gz"), chrome.encode())
-    write_gz(os.path.join(out_dir, "step_stats.pb.gz"), meta.step_stats.SerializeToString())
+    cuswap_tf.capture_session(sess, [train_op, loss], os.path.join(out_dir, "timeline.json.gz"),
+                              feed_dict=feed, warmup=a.warmup,
+                              step_stats_path=os.path.join(out_dir, "step_stats.pb.gz"))
 
 
 # --------------------------------------------------------------------------
@@ -298,30 +293,16 @@ def child_tf2(a, out_dir, memory_profile):
         xs, ys = make_batch(rng)
         return [tf.constant(x) for x in xs], tf.constant(ys)
 
-    for _ in range(max(a.warmup, 1)):  # the first call traces and builds variables
-        xs, ys = batch()
+    # Every batch is made before the profile starts, so only the step is traced.
+    warmup = max(a.warmup, 1)  # the first call traces and builds variables
+    batches = iter([batch() for _ in range(warmup + 1)])
+
+    def step():
+        xs, ys = next(batches)
         train_step(xs, ys).numpy()
 
-    logdir = os.path.join(out_dir, "logdir")
-    xs, ys = batch()
-    options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0, device_tracer_level=1)
-    tf.profiler.experimental.start(logdir, options=options)
-    with tf.profiler.experimental.Trace("train", step_num=a.warmup, _r=1):
-        train_step(xs, ys).numpy()
-    tf.profiler.experimental.stop()
-
-    found = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
-    if len(found) != 1:
-        fail(f"expected one xplane.pb under {logdir}, found {found}")
-    with open(found[0], "rb") as f:
-        write_gz(os.path.join(out_dir, "xplane.pb.gz"), f.read())
-    if memory_profile:
-        from tensorflow.python.profiler.internal import _pywrap_profiler_plugin as plugin
-
-        data, ok = plugin.xspace_to_tools_data([found[0]], "memory_profile", {})
-        if not ok or not data:
-            fail(f"memory_profile conversion of {found[0]} returned nothing")
-        write_gz(os.path.join(out_dir, "memory_profile.json.gz"), data if isinstance(data, bytes) else data.encode())
+    cuswap_tf.capture(step, os.path.join(out_dir, "xplane.pb.gz"), warmup=warmup,
+                      memory_profile_path=os.path.join(out_dir, "memory_profile.json.gz") if memory_profile else None)
 
 
 class _null:
@@ -334,12 +315,6 @@ class _null:
 
 # --------------------------------------------------------------------------
 # Checks on the written files (run in the parent, no TensorFlow session)
-
-
-def write_gz(path, data):
-    # mtime=0 and no file name: the same bytes give the same .gz.
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
-        gz.write(data)
 
 
 def fail(msg):
