@@ -61,14 +61,28 @@ def _bind(lib: ctypes.CDLL) -> ctypes.CDLL:
     return lib
 
 
-def _find() -> Optional[ctypes.CDLL]:
-    # The global scope first: it also finds a shim under another file name.
+def _global_scope() -> Optional[ctypes.CDLL]:
     try:
         everything = ctypes.CDLL(None)
         everything.cuswap_version  # AttributeError where no loaded object defines it
         return everything
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+def preloaded() -> bool:
+    """True when the shim is in the global scope (LD_PRELOAD, `cuswap run`, linked in).
+
+    Only then do the process's driver calls reach its hooks, which swapping needs.
+    """
+    return _global_scope() is not None
+
+
+def _find() -> Optional[ctypes.CDLL]:
+    # The global scope first: it also finds a shim under another file name.
+    everything = _global_scope()
+    if everything is not None:
+        return everything
     path = mapped_path()
     if path is None:
         return None

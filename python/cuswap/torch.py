@@ -1,7 +1,9 @@
 """cuswap as PyTorch's CUDA allocator, through torch's pluggable allocator interface.
 
+    $ cuswap run --torch-pluggable --budget 12GiB -- python train.py
+
     import cuswap.torch
-    cuswap.torch.enable(budget="12GiB")     # before the first CUDA tensor
+    cuswap.torch.enable()                   # before the first CUDA tensor
     model = Model().cuda()
 
 libcuswap.so exports the pair torch.cuda.memory.CUDAPluggableAllocator calls:
@@ -9,7 +11,10 @@ libcuswap.so exports the pair torch.cuda.memory.CUDAPluggableAllocator calls:
     void  cuswap_torch_free(void* ptr, size_t size, int device, cudaStream_t stream)
 so every tensor's memory comes from cuswap, one allocation per tensor, with no
 caching allocator in between. PyTorch takes an allocator only before it has
-allocated CUDA memory, hence "before the first CUDA tensor".
+allocated CUDA memory, hence "before the first CUDA tensor". Swapping also
+needs the library preloaded, so that cuswap sees the kernels (Note [The
+PyTorch allocator ABI] in hooks/torch_abi.cpp); enable() uses the preloaded
+copy, and warns where there is none.
 
 torch is imported when a function here is called, not when this module is.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import warnings
 from typing import Optional, Union
 
 from . import _conf, _locate, _shim
@@ -110,6 +116,10 @@ def enable(budget: Optional[Union[int, str]] = None):
     CUSWAP_CONF (other keys kept) before the library starts. Without it the
     CUSWAP_CONF already set applies.
 
+    Swapping needs the library preloaded as well (cuswap run --torch-pluggable,
+    or LD_PRELOAD), so that cuswap sees the kernels; loaded only here, it hands
+    out driver memory, and a RuntimeWarning says so.
+
     Returns the allocator (as allocator() does). Raises ImportError without
     PyTorch; ValueError or TypeError for a bad budget; RuntimeError, one line
     saying what to do, where this PyTorch has no CUDA, where CUDA memory was
@@ -137,6 +147,12 @@ def enable(budget: Optional[Union[int, str]] = None):
     if budget is not None:
         _set_budget(budget)
     pluggable = allocator()
+    if not _shim.preloaded():
+        warnings.warn(
+            "cuswap.torch.enable: libcuswap.so is not preloaded, so cuswap does not see the "
+            "kernels and swaps nothing (the blocks come straight from the driver); start Python "
+            "under cuswap run --torch-pluggable, or with LD_PRELOAD=" + _locate.library_path(),
+            RuntimeWarning, stacklevel=2)
     try:
         torch.cuda.memory.change_current_allocator(pluggable)
     except RuntimeError as e:

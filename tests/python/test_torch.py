@@ -45,11 +45,16 @@ FAKE_TORCH = """
         sys.modules["torch"] = torch
 
     def attempt(call):
-        try:
-            result = call()
-            return {"ok": type(result).__name__}
-        except Exception as e:
-            return {"error": type(e).__name__, "message": str(e)}
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = {"ok": type(call()).__name__}
+            except Exception as e:
+                result = {"error": type(e).__name__, "message": str(e)}
+        if caught:
+            result["warnings"] = [str(w.message) for w in caught]
+        return result
 
     def exports(path=None):
         import ctypes
@@ -127,7 +132,7 @@ class EnableRefuses(unittest.TestCase):
 class EnableUses(unittest.TestCase):
     def check_used_or_refused_as_too_old(self, got, path, conf):
         if got["exports"]:
-            self.assertEqual(got["enable"], {"ok": "CUDAPluggableAllocator"}, got)
+            self.assertEqual(got["enable"].get("ok"), "CUDAPluggableAllocator", got)
             self.assertEqual(got["calls"], [
                 ["CUDAPluggableAllocator", path, "cuswap_torch_alloc", "cuswap_torch_free", conf],
                 ["change_current_allocator", "CUDAPluggableAllocator"]])
@@ -148,6 +153,7 @@ class EnableUses(unittest.TestCase):
                     "same_allocator": bool(same)})
         """, support.shim_env(cuswap_conf="stats:true,budget:64MiB"), torch="fake")
         self.check_used_or_refused_as_too_old(got, support.shim(), "stats:true,budget:64MiB")
+        self.assertNotIn("warnings", got["enable"], "preloaded, nothing to warn about")
 
     def test_cuswap_library_with_a_budget_written_into_cuswap_conf(self):
         # The shim's static TLS needs room that glibc gives dlopen only when asked.
@@ -167,6 +173,10 @@ class EnableUses(unittest.TestCase):
         self.assertEqual(got["conf"], conf)
         if got["exports"]:  # the package reaches the library PyTorch was given
             self.assertEqual(got["version"], support.project_version())
+            # Loaded only here, the shim swaps nothing: enable() says so.
+            self.assertEqual(len(got["enable"].get("warnings", [])), 1, got)
+            self.assertIn("not preloaded", got["enable"]["warnings"][0])
+            self.assertIn("cuswap run --torch-pluggable", got["enable"]["warnings"][0])
         self.check_used_or_refused_as_too_old(got, support.shim(), conf)
 
     def test_torch_refusing_the_change_is_one_line_saying_when_to_call(self):
