@@ -106,7 +106,10 @@
   X(cuMemsetD2D32Async, (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream), (dstDevice, dstPitch, ui, Width, Height, hStream), cuMemsetD2D32Async) \
   X(cuMemsetD2D32Async_ptsz, (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream), (dstDevice, dstPitch, ui, Width, Height, hStream), cuMemsetD2D32Async) \
   X(cuMemGetInfo_v2, (size_t *free, size_t *total), (free, total), cuMemGetInfo) \
-  X(cuDeviceTotalMem_v2, (size_t *bytes, CUdevice dev), (bytes, dev), cuDeviceTotalMem)
+  X(cuDeviceTotalMem_v2, (size_t *bytes, CUdevice dev), (bytes, dev), cuDeviceTotalMem) \
+  X(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), cuMemPoolGetAttribute) \
+  X(cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value), cuMemPoolSetAttribute) \
+  X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep), cuMemPoolTrimTo)
 
 #define CUSWAP_DRIVER_USED(X) \
 X(cuDriverGetVersion, (int *driverVersion), (driverVersion)) \

@@ -134,6 +134,9 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   block->last_tick = ++tick_;
+  dev->used_bytes += block->size_bytes;
+  dev->used_high = std::max(dev->used_high, dev->used_bytes);
+  dev->reserved_high = std::max(dev->reserved_high, dev->device_bytes);
   *out = block->base;
   return CUDA_SUCCESS;
 }
@@ -326,6 +329,7 @@ CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) n
   if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
   Block* block = it->second;
   blocks_.erase(it);
+  devices_[static_cast<size_t>(block->device)]->used_bytes -= block->size_bytes;
   release_block(block, stream, stream_ordered);
   return CUDA_SUCCESS;
 }

@@ -161,6 +161,18 @@ class Allocator {
   [[nodiscard]] CUresult mem_get_info(size_t* free_bytes, size_t* total_bytes) noexcept;
   [[nodiscard]] CUresult device_total_mem(CUdevice device, size_t* bytes) noexcept;
 
+  // Memory pools (Note [Memory pools under a budget], allocator/pools.cpp):
+  // what every pool of the current context's device answers, the reset of
+  // its high-water marks (an attribute set to 0), and cuMemPoolTrimTo:
+  // cached memory (freed ranges kept mapped, pooled pages) goes back to the
+  // driver until at most `keep_bytes` are held or nothing cached is left.
+  struct PoolFigures {
+    uint64_t reserved_bytes = 0, reserved_high = 0, used_bytes = 0, used_high = 0;
+  };
+  [[nodiscard]] CUresult pool_figures(PoolFigures& out) noexcept;
+  [[nodiscard]] CUresult reset_pool_high(bool reserved, bool used) noexcept;
+  [[nodiscard]] CUresult trim(uint64_t keep_bytes) noexcept;
+
   SwapStats stats() noexcept;
   Residency residency(uintptr_t base) noexcept;  // resident for addresses it does not own
 

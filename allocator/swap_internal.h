@@ -106,6 +106,10 @@ struct Allocator::Device {
   std::unique_ptr<HostStash> stash;  // when !host_vmm, created on first eviction
 
   uint64_t device_bytes = 0;  // pages created (pooled, mapped) and slabs
+  // What its memory pools answer (Note [Memory pools under a budget]).
+  uint64_t used_bytes = 0;     // live allocations, resident or not
+  uint64_t used_high = 0;      // since the start, or the last reset
+  uint64_t reserved_high = 0;  // of device_bytes, sampled at allocations and queries
   std::vector<PageHandle> page_pool;
   std::vector<FreeRange> free_ranges;
   std::array<std::vector<SmallFree>, kSmallClasses> small_free;

@@ -2,6 +2,8 @@
 // virtual-memory calls (recorded, not managed), memory reporting.
 #include "hooks/handlers.h"
 
+#include <cstring>
+
 namespace cuswap::hooks {
 
 using trace::AllocKind;
@@ -123,6 +125,48 @@ CUresult handle_cuMemRelease(Entry& entry, Real_cuMemRelease real,
 
 // With a budget, memory is reported as the budget sees it: TensorFlow and
 // others size themselves from these.
+// Note [Memory pools under a budget] (allocator/pools.cpp): the pools'
+// figures are cuswap's; everything else is the driver's to keep.
+CUresult handle_cuMemPoolGetAttribute(Entry& entry, Real_cuMemPoolGetAttribute real,
+                                      CUmemoryPool pool, CUmemPool_attribute attr,
+                                      void* value) noexcept {
+  Runtime& rt = *entry.active();
+  const bool figure =
+      attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ||
+      attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT || attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+  // The driver checks the pool and the pointer.
+  CUresult r = real(pool, attr, value);
+  if (r != CUDA_SUCCESS || !figure || !rt.allocator) return r;
+  Allocator::PoolFigures f;
+  if (r = rt.allocator->pool_figures(f); r != CUDA_SUCCESS) return r;
+  cuuint64_t answer = attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ? f.reserved_bytes
+                      : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH  ? f.reserved_high
+                      : attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT   ? f.used_bytes
+                                                                   : f.used_high;
+  std::memcpy(value, &answer, sizeof answer);
+  return CUDA_SUCCESS;
+}
+
+CUresult handle_cuMemPoolSetAttribute(Entry& entry, Real_cuMemPoolSetAttribute real,
+                                      CUmemoryPool pool, CUmemPool_attribute attr,
+                                      void* value) noexcept {
+  Runtime& rt = *entry.active();
+  CUresult r = real(pool, attr, value);  // only 0 is valid for the high-water marks
+  if (r != CUDA_SUCCESS || !rt.allocator) return r;
+  if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+    return rt.allocator->reset_pool_high(attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+                                         attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH);
+  return r;
+}
+
+CUresult handle_cuMemPoolTrimTo(Entry& entry, Real_cuMemPoolTrimTo real, CUmemoryPool pool,
+                                size_t minBytesToKeep) noexcept {
+  Runtime& rt = *entry.active();
+  CUresult r = real(pool, minBytesToKeep);
+  if (r != CUDA_SUCCESS || !rt.allocator) return r;
+  return rt.allocator->trim(minBytesToKeep);
+}
+
 CUresult handle_cuMemGetInfo(Entry& entry, Real_cuMemGetInfo_v2 real, size_t* free,
                              size_t* total) noexcept {
   Runtime& rt = *entry.active();

@@ -256,4 +256,54 @@ TEST(TorchAllocatorAbi, LoadedButNotPreloadedPassesThrough) {
   EXPECT_EQ(r.err.find(warning), r.err.rfind(warning)) << "said once: " << r.err;
 }
 
+// A pool's figures, as tests/hooks/programs/pools.cpp prints them.
+struct PoolLine {
+  long long reserved = -1, reserved_high = -1, used = -1, used_high = -1, simcuda = -1;
+};
+
+PoolLine pool_line(const std::string& out, const std::string& when) {
+  std::smatch m;
+  PoolLine p;
+  if (std::regex_search(out, m,
+                        std::regex(when + ": reserved ([0-9]+) high ([0-9]+), used ([0-9]+) "
+                                          "high ([0-9]+), simcuda in use ([0-9]+)\n")))
+    p = {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5])};
+  return p;
+}
+
+// The default pool as TensorFlow's cuda_malloc_async uses it, under a budget
+// smaller than what is allocated from it: the pool answers cuswap's figures
+// (Note [Memory pools under a budget]), and trimming gives its cache back.
+TEST(MemoryPools, AnswerCuswapsFiguresAndTrimmingGivesTheCacheBack) {
+  const ProgramResult r =
+      run_program({PROG_POOLS}, environment("budget:64MiB", "memory:64MiB", true));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* line : {"release threshold 48", "allocated 8 of 8",
+                           "a high-water mark set to 5: CUDA_ERROR_INVALID_VALUE",
+                           "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
+    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
+        << "missing '" << line << "' in:\n"
+        << r.out << r.err;
+  // In MiB. All 256 are allocated, within 64 of device memory.
+  const PoolLine allocated = pool_line(r.out, "allocated");
+  EXPECT_EQ(allocated.used, 256) << r.out;
+  EXPECT_EQ(allocated.used_high, 256) << r.out;
+  EXPECT_GT(allocated.reserved, 32) << r.out;
+  EXPECT_LE(allocated.reserved, 64) << r.out;
+  EXPECT_EQ(allocated.reserved, allocated.simcuda) << r.out;
+  // Freed: nothing used, the memory cached.
+  const PoolLine freed = pool_line(r.out, "freed");
+  EXPECT_EQ(freed.used, 0) << r.out;
+  EXPECT_EQ(freed.used_high, 256) << r.out;
+  EXPECT_EQ(freed.reserved, allocated.reserved) << r.out;
+  const PoolLine reset = pool_line(r.out, "reset");
+  EXPECT_EQ(reset.used_high, 0) << r.out;
+  EXPECT_EQ(reset.reserved_high, reset.reserved) << r.out;
+  // Trimmed to 0: only the slab of the 8-byte counter (a 2 MiB page) stays.
+  const PoolLine trimmed = pool_line(r.out, "trimmed");
+  EXPECT_LE(trimmed.reserved, 2) << r.out;
+  EXPECT_EQ(trimmed.simcuda, trimmed.reserved) << r.out;
+  EXPECT_EQ(trimmed.reserved_high, reset.reserved) << r.out;
+}
+
 }  // namespace
