@@ -55,6 +55,13 @@ extern "C" CUSWAP_UNINSTRUMENTED __attribute__((visibility("hidden"))) void* cus
   if (!cuswap_resolve_real_dlsym()) return nullptr;
   void* found = cuswap_real_dlsym(handle, symbol);
   if (!found || !symbol || symbol[0] != 'c' || symbol[1] != 'u') return found;
+  // cuswap's own C ABI (cuswap_version, looked up to see whether cuswap is
+  // there) is no driver name: it does not start the runtime.
+  constexpr char kOwn[] = "cuswap_";
+  size_t i = 2;
+  while (kOwn[i] && symbol[i] == kOwn[i])
+    ++i;
+  if (!kOwn[i]) return found;
   Runtime* rt = cuswap::hooks::runtime();  // nullptr while initialising on this thread
   if (!rt || rt->passthrough.load(std::memory_order_relaxed)) return found;
   void* hook = rt->hook_for(found);

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs what cuswap needs to build and test, from Debian packages, and
-# nothing else. Idempotent; prints nothing when everything is there.
+# Installs what cuswap needs to build and test: Debian packages, and for the
+# Python package's tests (tests/python) TensorFlow from PyPI, pinned in
+# scripts/requirements-test.txt. Idempotent; prints nothing when everything
+# is there.
 set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libsimdjson-dev libprotobuf-dev protobuf-compiler zlib1g-dev
-  python3
+  python3 python3-pip
 )
 
 missing=()
@@ -33,4 +35,13 @@ if [ -z "$cuda_h" ]; then
   echo "setup: cuda.h not found (looked in \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda, /usr):" \
        "install the CUDA toolkit" >&2
   exit 1
+fi
+
+# tests/python: TensorFlow (cuswap.keras, cuswap.tf) and setuptools.
+if ! python3 -c 'import tensorflow, setuptools' 2>/dev/null; then
+  echo "setup: installing scripts/requirements-test.txt with pip"
+  requirements="$(dirname "$0")/requirements-test.txt"
+  # A Debian python3 is externally managed: then into the user's site.
+  python3 -m pip install --quiet -r "$requirements" ||
+    python3 -m pip install --quiet --user --break-system-packages -r "$requirements"
 fi
