@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what cuswap needs to build and test: Debian packages, and for the
-# Python package's tests (tests/python) TensorFlow from PyPI, pinned in
+# Python package's tests (tests/python) TensorFlow and PyTorch from PyPI, pinned in
 # scripts/requirements-test.txt. Idempotent; prints nothing when everything
 # is there.
 set -euo pipefail
@@ -37,8 +37,8 @@ if [ -z "$cuda_h" ]; then
   exit 1
 fi
 
-# tests/python: TensorFlow (cuswap.keras, cuswap.tf) and setuptools.
-if ! python3 -c 'import tensorflow, setuptools' 2>/dev/null; then
+# tests/python: TensorFlow, tf_keras, PyTorch and setuptools.
+if ! python3 -c 'import tensorflow, tf_keras, torch, setuptools' 2>/dev/null; then
   echo "setup: installing scripts/requirements-test.txt with pip"
   requirements="$(dirname "$0")/requirements-test.txt"
   # A Debian python3 is externally managed: then into the user's site.

@@ -1,7 +1,8 @@
-"""A Keras callback that marks each training batch as one cuswap iteration.
+"""A Keras callback that marks each training batch as one cuswap iteration, and an attention layer.
 
     import cuswap.keras
     model.fit(x, y, callbacks=[cuswap.keras.IterationMarker()])
+    context = cuswap.keras.AdditiveAttention()([decoder, encoder])   # for keras.layers.AdditiveAttention
 
 cuswap's planner cuts what it sees into iterations at these marks
 (cuswap_iteration_begin); without them it looks for the repeating launch
@@ -15,6 +16,7 @@ tf.keras.callbacks.Callback, so it works with whichever Keras tf.keras is
 import tensorflow as tf
 
 from . import _shim
+from . import tf as _cuswap_tf
 
 
 class IterationMarker(tf.keras.callbacks.Callback):
@@ -26,3 +28,17 @@ class IterationMarker(tf.keras.callbacks.Callback):
 
     def on_train_batch_begin(self, batch, logs=None):
         _shim.iteration()
+
+
+class AdditiveAttention(tf.keras.layers.AdditiveAttention):
+    """keras.layers.AdditiveAttention whose backward pass recomputes the query+key tensor.
+
+    The same layer (arguments, weights, outputs and gradients) with its scores from
+    cuswap.tf.additive_attention: the batch x Tq x Tv x dim intermediate is not kept
+    from the forward pass to the backward pass (Note [Recomputed additive attention]
+    in cuswap/tf.py).
+    """
+
+    def _calculate_scores(self, query, key):
+        return _cuswap_tf.additive_attention(query, key, self.scale if self.use_scale else None)
+

@@ -22,7 +22,13 @@ The environment matters before TensorFlow is imported (prepare_environment):
 - TF_ENABLE_ONEDNN_OPTS=0: keeps the standard op names (Conv2D, MatMul)
   instead of CPU-only oneDNN rewrites (_MklNativeConv2D), as on a GPU.
 
-TensorFlow is imported when a capture runs, not when this module is.
+additive_attention() is Bahdanau attention's scores with a backward pass
+that recomputes the query+key intermediate instead of keeping it (Note
+[Recomputed additive attention]); cuswap.keras.AdditiveAttention is the
+Keras layer over it.
+
+TensorFlow is imported when a function here is called, not when this module
+is.
 """
 
 from __future__ import annotations
@@ -217,3 +223,74 @@ def capture_session(
     if step_stats_path:
         write_file(step_stats_path, meta.step_stats.SerializeToString())
     return output_path
+
+
+# --------------------------------------------------------------------------
+# Note [Recomputed additive attention]
+# Additive (Bahdanau) attention scores every query step against every key
+# step: scores[b, i, j] = sum_d scale[d] * tanh(query[b, i, d] + key[b, j, d]).
+# The usual formulation (keras.layers.AdditiveAttention) materialises the
+# tanh of the broadcast sum, batch x Tq x Tv x dim, and autodiff keeps it
+# (and the sum before it) for the backward pass: in a Seq2Seq model with
+# T = Tq = Tv that is O(T^2 * batch * dim), the largest tensors of the step.
+# Here the backward pass computes the same tanh again from query and key,
+# which it keeps anyway, so what lives from forward to backward is
+# O(T * batch * dim) plus the scores. With s = tanh(q + k) and g the
+# gradient of the scores:
+#   d = g[..., None] * scale * (1 - s^2)
+#   dquery = sum_j d, dkey = sum_i d, dscale = sum_{b,i,j} g * s.
+# The forward pass reads its inputs through stop_gradient, so an enclosing
+# GradientTape records none of its ops (and keeps none of their outputs):
+# the custom gradient alone connects scores to inputs.
+
+_recomputed_scores = None
+
+
+def _scores_function():
+    global _recomputed_scores
+    if _recomputed_scores is None:
+        import tensorflow as tf
+
+        def tanh_of_sum(q, k):
+            return tf.tanh(tf.expand_dims(q, -2) + tf.expand_dims(k, -3))
+
+        @tf.custom_gradient
+        def scores(query, key, scale):
+            q, k, w = (tf.stop_gradient(x) for x in (query, key, scale))
+            out = tf.reduce_sum(w * tanh_of_sum(q, k), -1)
+
+            def grad(g):
+                s = tanh_of_sum(query, key)  # again, instead of kept
+                gs = tf.expand_dims(g, -1)
+                d = gs * scale * (1 - tf.square(s))
+                dscale = tf.reduce_sum(gs * s, axis=tf.range(tf.rank(s) - 1))
+                return tf.reduce_sum(d, -2), tf.reduce_sum(d, -3), dscale
+
+            return out, grad
+
+        _recomputed_scores = scores
+    return _recomputed_scores
+
+
+def additive_attention(query, key, scale=None):
+    """Additive (Bahdanau) attention scores whose backward pass recomputes the query+key tensor.
+
+    query: [batch, Tq, dim] (or [batch, dim] for one step), key: [batch, Tv, dim],
+    scale: [dim] or None (1). Returns scores [batch, Tq, Tv] (or [batch, Tv]), equal to
+    tf.reduce_sum(scale * tf.tanh(query[..., :, None, :] + key[..., None, :, :]), -1),
+    which is what keras.layers.AdditiveAttention computes before its softmax, with the
+    same gradients; the batch x Tq x Tv x dim intermediate is not kept for the backward
+    pass (Note [Recomputed additive attention]).
+    """
+    import tensorflow as tf
+
+    query = tf.convert_to_tensor(query)
+    key = tf.convert_to_tensor(key, dtype=query.dtype)
+    one_step = query.shape.rank == 2
+    if one_step:
+        query = tf.expand_dims(query, -2)
+    scale = tf.ones(tf.shape(key)[-1:], query.dtype) if scale is None else tf.convert_to_tensor(
+        scale, dtype=query.dtype)
+    out = _scores_function()(query, key, scale)
+    return tf.squeeze(out, -2) if one_step else out
+

@@ -16,6 +16,10 @@ needs the library preloaded, so that cuswap sees the kernels (Note [The
 PyTorch allocator ABI] in hooks/torch_abi.cpp); enable() uses the preloaded
 copy, and warns where there is none.
 
+additive_attention() is Bahdanau attention's scores with a backward pass
+that recomputes the query+key intermediate instead of keeping it (Note
+[Recomputed additive attention] in cuswap/tf.py, the same for both).
+
 torch is imported when a function here is called, not when this module is.
 """
 
@@ -162,3 +166,53 @@ def enable(budget: Optional[Union[int, str]] = None):
             "call enable() before CUDA is first used"
         ) from e
     return pluggable
+
+
+_recomputed_scores = None
+
+
+def _scores_function():
+    global _recomputed_scores
+    if _recomputed_scores is None:
+        torch = _import_torch()
+
+        def tanh_of_sum(q, k):
+            return torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3))
+
+        class RecomputedAdditiveScores(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, query, key, scale):
+                ctx.save_for_backward(query, key, scale)  # the inputs only
+                return (scale * tanh_of_sum(query, key)).sum(-1)
+
+            @staticmethod
+            def backward(ctx, g):
+                query, key, scale = ctx.saved_tensors
+                s = tanh_of_sum(query, key)  # again, instead of kept
+                gs = g.unsqueeze(-1)
+                d = gs * scale * (1 - s * s)
+                dscale = (gs * s).reshape(-1, s.shape[-1]).sum(0)
+                return d.sum(-2), d.sum(-3), dscale
+
+        _recomputed_scores = RecomputedAdditiveScores
+    return _recomputed_scores
+
+
+def additive_attention(query, key, scale=None):
+    """Additive (Bahdanau) attention scores whose backward pass recomputes the query+key tensor.
+
+    query: [batch, Tq, dim] (or [batch, dim] for one step), key: [batch, Tv, dim],
+    scale: [dim] or None (1). Returns scores [batch, Tq, Tv] (or [batch, Tv]), equal to
+    (scale * torch.tanh(query.unsqueeze(-2) + key.unsqueeze(-3))).sum(-1), with the same
+    gradients; the batch x Tq x Tv x dim intermediate is not kept for the backward pass
+    (Note [Recomputed additive attention] in cuswap/tf.py).
+    """
+    torch = _import_torch()
+    one_step = query.dim() == 2
+    if one_step:
+        query = query.unsqueeze(-2)
+    if scale is None:
+        scale = torch.ones(key.shape[-1], dtype=query.dtype, device=query.device)
+    out = _scores_function().apply(query, key, scale)
+    return out.squeeze(-2) if one_step else out
+
