@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check kit (docs/gpu-check.md): on a machine with one NVIDIA GPU,
 # builds a Release tree, probes the driver (copy bandwidth, VMM call costs,
-# whether cuMemUnmap waits) and replays ResNet-50 and Seq2Seq under the
-# policies none, reactive and online at a budget below the peak, then
-# prints one table and a summary to paste into a note. Exits non-zero if any
+# whether cuMemUnmap waits), replays ResNet-50 and Seq2Seq under the
+# policies none, reactive and online at a budget below the peak, trains
+# PyTorch's ResNet-50 at 1x, 2x and 4x the batch that fits without cuswap,
+# then prints the tables and a summary to paste into a note. Exits non-zero if any
 # step failed, after running every step it can.
 #
 # Usage: scripts/gpu-check.sh [--sim]
@@ -93,7 +94,7 @@ gpu_archs() {
 # Only the targets the check runs (tests and benchmarks must be configured:
 # bench/ exists only where the tests are, but nothing else is built).
 build_targets() {
-  local targets=(cuswap-replay cuswap_shim cuswap-driver-probe)
+  local targets=(cuswap-replay cuswap_shim cuswap-driver-probe cuswap)
   [ "$mode" = sim ] && targets+=(simcuda)
   echo "${targets[*]}"
 }
@@ -230,12 +231,25 @@ step_replay() {
   return $failed
 }
 
-# --- step 4: the table and the summary ----------------------------------------
+# --- step 4: training a real model --------------------------------------------
+
+# PyTorch's ResNet-50 at the largest batch that fits in 8 GiB without
+# cuswap, then at 2x and 4x with cuswap (scripts/gpu_train_check.py). Under
+# --sim, only whether the script and the Python package load.
+step_train() {
+  step "4. training (PyTorch ResNet-50)"
+  local args=(--cli "$build/cli/cuswap" --out "$out")
+  [ "$mode" = sim ] && args+=(--sim)
+  python3 "$root/scripts/gpu_train_check.py" "${args[@]}" 2>&1 | tee "$out/train.txt"
+  return "${PIPESTATUS[0]}"
+}
+
+# --- step 5: the table and the summary ----------------------------------------
 
 step_report() {
-  step "4. summary (paste into a note)"
+  step "5. summary (paste into a note)"
   local status=""
-  for s in build probe replay; do status+="$s=${step_status[$s]:-not run} "; done
+  for s in build probe replay train; do status+="$s=${step_status[$s]:-not run} "; done
   python3 "$root/scripts/gpu_check_report.py" "$out" "$mode" "$status" \
     "$(($(date +%s) - started_s))" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo -)"
 }
@@ -258,9 +272,10 @@ main() {
   run_step build
   run_step probe
   run_step replay
+  run_step train
   local rc=0
   step_report || rc=1
-  for s in build probe replay; do [ "${step_status[$s]}" = ok ] || rc=1; done
+  for s in build probe replay train; do [ "${step_status[$s]}" = ok ] || rc=1; done
   say "total $(($(date +%s) - started_s)) s; $([ $rc = 0 ] && echo PASS || echo FAIL)"
   return $rc
 }

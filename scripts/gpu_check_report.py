@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The summary of scripts/gpu-check.sh (docs/gpu-check.md), from its results
-folder: probe.json, replays.tsv and one replay-NAME-LABEL.json per run.
+folder: probe.json, replays.tsv, one replay-NAME-LABEL.json per run, and
+train.txt (step 4's output).
 
 Usage: gpu_check_report.py OUT_DIR MODE STEP_STATUS ELAPSED_S COMMIT
 Prints plain text meant to be pasted into a note; exits 1 when the table
@@ -141,7 +142,13 @@ def main(argv):
     print(f"device: {gpu}")
     print(f"steps: {status.strip()}")
     print_probe(out_dir)
-    return 0 if print_table(out_dir, mode) else 1
+    ok = print_table(out_dir, mode)
+    try:
+        with open(os.path.join(out_dir, "train.txt")) as f:
+            print(f.read().rstrip())
+    except OSError:
+        print("training: not run")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

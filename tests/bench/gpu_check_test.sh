@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh --sim against an existing build tree, building
 # nothing: usage: gpu_check_test.sh SOURCE_DIR BUILD_DIR. Fails if the script
-# fails or prints no table with a row per trace and cuswap policy.
+# fails or prints no table with a row per trace and cuswap policy, or step 4
+# (training) does not load.
 set -u
 source_dir=$1 build_dir=$2
 out_dir=$(mktemp -d) log=$(mktemp)
@@ -19,4 +20,7 @@ for trace in resnet50 seq2seq; do
     grep -Eq "^  $trace x[0-9.]+ +$policy +.* yes " "$log" || fail "no completed row for $trace $policy"
   done
 done
+grep -q '^gpu-check: train: would run: .* run --budget 8GiB --stats --torch-pluggable -- ' "$log" ||
+  fail "step 4 does not say what it would train"
+grep -q '^steps: build=ok probe=ok replay=ok train=ok' "$log" || fail "a step did not pass"
 echo "ok (gpu_check.sim)"
