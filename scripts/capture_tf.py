@@ -68,6 +68,9 @@ def parse_args(argv):
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--lstm", choices=("fused", "keras"), default="fused",
                    help="LSTM kernel: fused BlockLSTMV2 (one op per sequence) or the Keras while loop")
+    p.add_argument("--attention", choices=("keras", "cuswap"), default="keras",
+                   help="seq2seq: keras.layers.AdditiveAttention, or cuswap.keras.AdditiveAttention, "
+                        "whose backward pass recomputes the T x T intermediate (name: -recompute)")
     p.add_argument("--device", default=None, help="TensorFlow device to place the model on, e.g. /GPU:0")
     p.add_argument("--child", choices=("tf1", "tf2"), help=argparse.SUPPRESS)
     p.add_argument("--child-dir", help=argparse.SUPPRESS)
@@ -81,7 +84,8 @@ def default_name(a):
     if a.model == "lstm":
         return f"lstm{loop}-l{a.layers}-t{a.seq_len}"
     if a.model == "seq2seq":
-        return f"seq2seq{loop}-t{a.seq_len}"
+        recompute = "-recompute" if a.attention == "cuswap" else ""
+        return f"seq2seq{loop}-t{a.seq_len}{recompute}"
     return f"transformer-l{a.layers}"
 
 
@@ -136,7 +140,12 @@ def build_model(tf, a, feeds=None):
         src, tgt = Input(*inputs[0], 0), Input(*inputs[1], 1)
         enc, eh, ec = Lstm(h, return_sequences=True, return_state=True)(L.Embedding(v, h)(src))
         dec = Lstm(h, return_sequences=True)(L.Embedding(v, h)(tgt), initial_state=[eh, ec])
-        ctx = L.AdditiveAttention()([dec, enc])
+        if a.attention == "cuswap":
+            from cuswap import keras as cuswap_keras
+
+            ctx = cuswap_keras.AdditiveAttention()([dec, enc])
+        else:
+            ctx = L.AdditiveAttention()([dec, enc])
         logits = L.Dense(v)(L.Concatenate()([dec, ctx]))
         model = keras.Model([src, tgt], logits, name="seq2seq_attention")
     else:  # transformer encoder, pre-norm, learned positions

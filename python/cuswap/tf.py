@@ -233,17 +233,28 @@ def capture_session(
 # tanh of the broadcast sum, batch x Tq x Tv x dim, and autodiff keeps it
 # (and the sum before it) for the backward pass: in a Seq2Seq model with
 # T = Tq = Tv that is O(T^2 * batch * dim), the largest tensors of the step.
-# Here the backward pass computes the same tanh again from query and key,
-# which it keeps anyway, so what lives from forward to backward is
-# O(T * batch * dim) plus the scores. With s = tanh(q + k) and g the
-# gradient of the scores:
-#   d = g[..., None] * scale * (1 - s^2)
-#   dquery = sum_j d, dkey = sum_i d, dscale = sum_{b,i,j} g * s.
-# The forward pass reads its inputs through stop_gradient, so an enclosing
-# GradientTape records none of its ops (and keeps none of their outputs):
-# the custom gradient alone connects scores to inputs.
+# Here:
+# - Nothing of that size is kept: the backward pass computes the tanh again
+#   from query and key, which it keeps anyway. With s = tanh(q + k) and g
+#   the gradient of the scores:
+#     d = g[..., None] * scale * (1 - s^2)
+#     dquery = sum_j d, dkey = sum_i d, dscale = sum_{b,i,j} g * s.
+# - Nothing of that size exists at once either: both passes go through the
+#   query steps in chunks of CHUNK_STEPS, one after the other (each chunk's
+#   ops depend on the previous chunk's result, so a graph runs them in
+#   order), so the largest temporary is batch x CHUNK_STEPS x Tv x dim.
+#   What lives from forward to backward is O(T * batch * dim) plus the
+#   scores.
+# - The forward pass reads its inputs through stop_gradient, so an enclosing
+#   GradientTape records none of its ops (and keeps none of their outputs):
+#   the custom gradient alone connects scores to inputs.
+CHUNK_STEPS = 16
 
 _recomputed_scores = None
+
+
+def _chunks(steps):
+    return [(lo, min(steps, lo + CHUNK_STEPS)) for lo in range(0, steps, CHUNK_STEPS)]
 
 
 def _scores_function():
@@ -254,17 +265,47 @@ def _scores_function():
         def tanh_of_sum(q, k):
             return tf.tanh(tf.expand_dims(q, -2) + tf.expand_dims(k, -3))
 
+        def after(previous, make):
+            # `make()`'s ops run after `previous` (Note [Recomputed additive attention]).
+            with tf.control_dependencies(previous):
+                return make()
+
         @tf.custom_gradient
         def scores(query, key, scale):
             q, k, w = (tf.stop_gradient(x) for x in (query, key, scale))
+            steps = q.shape[-2]
+            if steps is None:  # not known while tracing: one chunk
+                return scores_whole(q, k, w, query, key, scale)
+            parts = []
+            for lo, hi in _chunks(steps):
+                parts.append(after(parts[-1:], lambda: tf.reduce_sum(
+                    w * tanh_of_sum(q[:, lo:hi], k), -1)))
+            out = tf.concat(parts, -2)
+
+            def grad(g):
+                dquery, dkey, dscale = [], tf.zeros_like(key), tf.zeros_like(scale)
+                for lo, hi in _chunks(steps):
+                    def chunk():
+                        s = tanh_of_sum(query[:, lo:hi], key)  # again, instead of kept
+                        gs = tf.expand_dims(g[:, lo:hi], -1)
+                        d = gs * scale * (1 - tf.square(s))
+                        return (tf.reduce_sum(d, -2), dkey + tf.reduce_sum(d, -3),
+                                dscale + tf.reduce_sum(gs * s, axis=[0, 1, 2]))
+                    dq, dkey, dscale = after([dkey], chunk)
+                    dquery.append(dq)
+                return tf.concat(dquery, -2), dkey, dscale
+
+            return out, grad
+
+        def scores_whole(q, k, w, query, key, scale):
             out = tf.reduce_sum(w * tanh_of_sum(q, k), -1)
 
             def grad(g):
-                s = tanh_of_sum(query, key)  # again, instead of kept
+                s = tanh_of_sum(query, key)
                 gs = tf.expand_dims(g, -1)
                 d = gs * scale * (1 - tf.square(s))
-                dscale = tf.reduce_sum(gs * s, axis=tf.range(tf.rank(s) - 1))
-                return tf.reduce_sum(d, -2), tf.reduce_sum(d, -3), dscale
+                return (tf.reduce_sum(d, -2), tf.reduce_sum(d, -3),
+                        tf.reduce_sum(gs * s, axis=[0, 1, 2]))
 
             return out, grad
 
@@ -277,10 +318,10 @@ def additive_attention(query, key, scale=None):
 
     query: [batch, Tq, dim] (or [batch, dim] for one step), key: [batch, Tv, dim],
     scale: [dim] or None (1). Returns scores [batch, Tq, Tv] (or [batch, Tv]), equal to
-    tf.reduce_sum(scale * tf.tanh(query[..., :, None, :] + key[..., None, :, :]), -1),
+    tf.reduce_sum(scale * tf.tanh(query[:, :, None, :] + key[:, None, :, :]), -1),
     which is what keras.layers.AdditiveAttention computes before its softmax, with the
-    same gradients; the batch x Tq x Tv x dim intermediate is not kept for the backward
-    pass (Note [Recomputed additive attention]).
+    same gradients; the batch x Tq x Tv x dim intermediate is neither kept for the
+    backward pass nor made whole (Note [Recomputed additive attention]).
     """
     import tensorflow as tf
 

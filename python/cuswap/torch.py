@@ -175,6 +175,7 @@ def _scores_function():
     global _recomputed_scores
     if _recomputed_scores is None:
         torch = _import_torch()
+        from .tf import CHUNK_STEPS  # the same chunks (Note [Recomputed additive attention])
 
         def tanh_of_sum(q, k):
             return torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3))
@@ -183,16 +184,21 @@ def _scores_function():
             @staticmethod
             def forward(ctx, query, key, scale):
                 ctx.save_for_backward(query, key, scale)  # the inputs only
-                return (scale * tanh_of_sum(query, key)).sum(-1)
+                return torch.cat([(scale * tanh_of_sum(q, key)).sum(-1)
+                                  for q in query.split(CHUNK_STEPS, -2)], -2)
 
             @staticmethod
             def backward(ctx, g):
                 query, key, scale = ctx.saved_tensors
-                s = tanh_of_sum(query, key)  # again, instead of kept
-                gs = g.unsqueeze(-1)
-                d = gs * scale * (1 - s * s)
-                dscale = (gs * s).reshape(-1, s.shape[-1]).sum(0)
-                return d.sum(-2), d.sum(-3), dscale
+                dquery, dkey, dscale = [], torch.zeros_like(key), torch.zeros_like(scale)
+                for q, gq in zip(query.split(CHUNK_STEPS, -2), g.split(CHUNK_STEPS, -2)):
+                    s = tanh_of_sum(q, key)  # again, instead of kept
+                    gs = gq.unsqueeze(-1)
+                    d = gs * scale * (1 - s * s)
+                    dquery.append(d.sum(-2))
+                    dkey += d.sum(-3)
+                    dscale += (gs * s).reshape(-1, s.shape[-1]).sum(0)
+                return torch.cat(dquery, -2), dkey, dscale
 
         _recomputed_scores = RecomputedAdditiveScores
     return _recomputed_scores
@@ -204,8 +210,8 @@ def additive_attention(query, key, scale=None):
     query: [batch, Tq, dim] (or [batch, dim] for one step), key: [batch, Tv, dim],
     scale: [dim] or None (1). Returns scores [batch, Tq, Tv] (or [batch, Tv]), equal to
     (scale * torch.tanh(query.unsqueeze(-2) + key.unsqueeze(-3))).sum(-1), with the same
-    gradients; the batch x Tq x Tv x dim intermediate is not kept for the backward pass
-    (Note [Recomputed additive attention] in cuswap/tf.py).
+    gradients; the batch x Tq x Tv x dim intermediate is neither kept for the backward
+    pass nor made whole (Note [Recomputed additive attention] in cuswap/tf.py).
     """
     torch = _import_torch()
     one_step = query.dim() == 2
