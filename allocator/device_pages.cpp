@@ -72,6 +72,18 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
   }
   dev.ordinal = ordinal;
   dev.initialised = true;
+  // Settings that leave the allocator useless say so once, here, where the
+  // page size is known.
+  if (dev.budget_bytes < dev.granularity)
+    log::warn(
+        "budget of {} bytes on device {} is below one page ({} bytes), the least cuswap maps: "
+        "every allocation will be refused",
+        dev.budget_bytes, ordinal, dev.granularity);
+  else if (settings_.swap_min_bytes > dev.budget_bytes)
+    log::warn(
+        "swap_min of {} bytes is above the budget of {} bytes on device {}: no buffer can be "
+        "evicted, so nothing beyond the budget fits",
+        settings_.swap_min_bytes, dev.budget_bytes, ordinal);
   log::emit(log::LogLevel::info,
             "device {}: budget {} of {} bytes, pages of {} bytes, evicting to {}", ordinal,
             dev.budget_bytes, dev.total_bytes, dev.granularity,

@@ -18,6 +18,8 @@
 //   kept mapped for reuse (once their last use is done) and pooled pages,
 //   until at most minBytesToKeep is held or nothing cached is left. Memory
 //   that buffers hold stays: the driver does not trim allocations either.
+//   The same release runs when the application's own cuMemCreate finds no
+//   memory (release_cached), and the call is made once more.
 // The release threshold and the reuse flags are the driver's to keep (the
 // hooks pass them on), so they read back as set. The threshold does not
 // make cuswap give memory back at synchronisations: what it caches is
@@ -58,17 +60,31 @@ CUresult Allocator::trim(uint64_t keep_bytes) noexcept {
   if (CUresult r = current_device(ordinal); r != CUDA_SUCCESS) return r;
   Device* dev = nullptr;
   if (CUresult r = device(ordinal, dev); r != CUDA_SUCCESS) return r;
-  ScopedContext scope(driver_, dev->context);
+  return trim_device(*dev, keep_bytes);
+}
+
+uint64_t Allocator::release_cached(int ordinal) noexcept {
+  std::lock_guard lock(mu_);
+  const auto i = static_cast<size_t>(ordinal);
+  if (ordinal < 0 || i >= devices_.size() || !devices_[i] || !devices_[i]->initialised) return 0;
+  Device& dev = *devices_[i];
+  const uint64_t before = dev.device_bytes;
+  (void)trim_device(dev, 0);
+  return before - dev.device_bytes;
+}
+
+CUresult Allocator::trim_device(Device& dev, uint64_t keep_bytes) noexcept {
+  ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
-  while (dev->device_bytes > keep_bytes) {
-    if (dev->page_pool.empty()) {
-      if (!reclaim_cached(*dev)) break;  // its pages are pooled now
+  while (dev.device_bytes > keep_bytes) {
+    if (dev.page_pool.empty()) {
+      if (!reclaim_cached(dev)) break;  // its pages are pooled now
       continue;
     }
-    if (CUresult r = driver_.cuMemRelease(dev->page_pool.back()); r != CUDA_SUCCESS) return r;
-    dev->page_pool.pop_back();
-    dev->device_bytes -= dev->granularity;
-    stats_.device_bytes -= dev->granularity;
+    if (CUresult r = driver_.cuMemRelease(dev.page_pool.back()); r != CUDA_SUCCESS) return r;
+    dev.page_pool.pop_back();
+    dev.device_bytes -= dev.granularity;
+    stats_.device_bytes -= dev.granularity;
   }
   return CUDA_SUCCESS;
 }

@@ -172,6 +172,9 @@ class Allocator {
   [[nodiscard]] CUresult pool_figures(PoolFigures& out) noexcept;
   [[nodiscard]] CUresult reset_pool_high(bool reserved, bool used) noexcept;
   [[nodiscard]] CUresult trim(uint64_t keep_bytes) noexcept;
+  // All that device `ordinal` caches goes back to the driver (an
+  // application's own allocation found none); the bytes released.
+  uint64_t release_cached(int ordinal) noexcept;
 
   SwapStats stats() noexcept;
   Residency residency(uintptr_t base) noexcept;  // resident for addresses it does not own
@@ -211,6 +214,8 @@ class Allocator {
 
   // allocator/device_pages.cpp
   CUresult init_device(Device& dev, int ordinal) noexcept;
+  // Cached memory back to the driver until `keep_bytes` are held (pools.cpp).
+  [[nodiscard]] CUresult trim_device(Device& dev, uint64_t keep_bytes) noexcept;
   CUresult take_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
                       std::span<Block* const> keep, bool may_evict = true,
                       SharedEvent** after = nullptr) noexcept;

@@ -97,6 +97,13 @@ CUresult handle_cuMemCreate(Entry& entry, Real_cuMemCreate real,
                             CUmemGenericAllocationHandle* handle, size_t size,
                             const CUmemAllocationProp* prop, unsigned long long flags) noexcept {
   CUresult r = real(handle, size, prop, flags);
+  // Memory cuswap caches (freed ranges, pooled pages) goes back to the
+  // driver, once, when the application's own allocation finds none.
+  Runtime& rt = *entry.active();
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && rt.allocator && prop &&
+      prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+      rt.allocator->release_cached(prop->location.id) > 0)
+    r = real(handle, size, prop, flags);
   if (r == CUDA_SUCCESS) note_vmm(*entry.active(), VmmOp::create, 0, size, *handle);
   return r;
 }

@@ -336,12 +336,23 @@ void poll_timings(Runtime& rt) noexcept {
     timer->poll(DeviceTimer::kMaxPairs);
 }
 
+// Note [Copies stay within their buffer]
+// Under a budget a buffer's range is rounded up to whole pages, and its
+// neighbours are cuswap's, so the driver would accept a copy or set that
+// runs past the buffer's end: the application's bug would pass unseen, and
+// could overwrite the bytes of another buffer sharing a slab. So one that
+// does is refused with the driver's error for it. For 2-D and 3-D copies
+// `bytes` is width x height (x depth) from the first byte, which is never
+// more than the extent they touch, so a copy that fits is never refused.
 CUresult begin_copy(Runtime& rt, CUstream stream, uintptr_t dst, uintptr_t src,
                     const void* host_source, uint64_t bytes, Use& use) noexcept {
   if (!rt.allocator) return CUDA_SUCCESS;
   for (uintptr_t address : {dst, src}) {
     if (!address) continue;
-    if (auto hit = rt.buffers.find(address)) use.touched.add(hit->id, hit->base);
+    if (auto hit = rt.buffers.find(address)) {
+      if (bytes > hit->size_bytes - (address - hit->base)) return CUDA_ERROR_INVALID_VALUE;
+      use.touched.add(hit->id, hit->base);
+    }
   }
   if (host_source) rt.allocator->note_host_words(host_source, bytes);
   if (use.touched.count == 0) return CUDA_SUCCESS;

@@ -7,6 +7,8 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/support/process.h"
 #include "tracer/cst_reader.h"
@@ -304,6 +306,52 @@ TEST(MemoryPools, AnswerCuswapsFiguresAndTrimmingGivesTheCacheBack) {
   EXPECT_LE(trimmed.reserved, 2) << r.out;
   EXPECT_EQ(trimmed.simcuda, trimmed.reserved) << r.out;
   EXPECT_EQ(trimmed.reserved_high, reset.reserved) << r.out;
+}
+
+// Copies past a buffer's end get the driver's error under a budget too
+// (Note [Copies stay within their buffer]), and the application's own
+// cuMemCreate gets the memory cuswap caches (tests/hooks/programs/limits.cpp).
+TEST(Limits, OutOfBoundsCopiesFailAsOnTheDriverAndCachedMemoryGoesBack) {
+  const ProgramResult driver = run_program({PROG_LIMITS}, environment("", "memory:64MiB", false));
+  const ProgramResult cuswap =
+      run_program({PROG_LIMITS}, environment("budget:64MiB", "memory:64MiB", true));
+  ASSERT_EQ(driver.exit_code, 0) << driver.out << driver.err;
+  ASSERT_EQ(cuswap.exit_code, 0) << cuswap.out << cuswap.err;
+  for (const char* line :
+       {"write 1 MiB: CUDA_SUCCESS", "write 1 MiB + 1: CUDA_ERROR_INVALID_VALUE",
+        "read 8 bytes at 1 MiB - 8: CUDA_SUCCESS",
+        "read 8 bytes at 1 MiB - 4: CUDA_ERROR_INVALID_VALUE",
+        "set 1 MiB + 1: CUDA_ERROR_INVALID_VALUE", "set 1 MiB / 4 words: CUDA_SUCCESS",
+        "allocate 48 MiB: CUDA_SUCCESS", "own cuMemCreate of 48 MiB: CUDA_SUCCESS",
+        "own cuMemRelease: CUDA_SUCCESS"}) {
+    EXPECT_NE(driver.out.find(std::string(line) + "\n"), std::string::npos)
+        << "the driver: missing '" << line << "' in:\n"
+        << driver.out;
+    EXPECT_NE(cuswap.out.find(std::string(line) + "\n"), std::string::npos)
+        << "cuswap: missing '" << line << "' in:\n"
+        << cuswap.out << cuswap.err;
+  }
+}
+
+// A budget below one page, or a swap_min above the budget, leaves the
+// allocator useless: one warning says so.
+TEST(Configuration, UselessSettingsSayWhyOnce) {
+  for (const auto& [conf, warning] : std::vector<std::pair<std::string, std::string>>{
+           {"budget:1MiB",
+            "is below one page (2097152 bytes), the least cuswap maps: every "
+            "allocation will be refused"},
+           {"budget:64MiB,swap_min:1GiB", "swap_min of 1073741824 bytes is above the budget"}}) {
+    // The program itself may fail: that is what the warning is for.
+    const ProgramResult r =
+        run_program({PROG_OVERSUBSCRIBE}, environment(conf, "memory:64MiB", true));
+    const size_t at = r.err.find(warning);
+    EXPECT_NE(at, std::string::npos) << conf << ": " << r.err;
+    EXPECT_EQ(at, r.err.rfind(warning)) << conf << ": said once: " << r.err;
+  }
+  const ProgramResult fine =
+      run_program({PROG_OVERSUBSCRIBE}, environment("budget:64MiB", "memory:64MiB", true));
+  EXPECT_EQ(fine.err.find("below one page"), std::string::npos) << fine.err;
+  EXPECT_EQ(fine.err.find("above the budget"), std::string::npos) << fine.err;
 }
 
 }  // namespace
