@@ -48,8 +48,7 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
   dev.budget_bytes = std::min<uint64_t>(total, settings_.budget_bytes.get(ordinal, total));
   // Host-located virtual memory (Note [Eviction keeps the address mapped]).
   int host_vmm = 0;
-  if (!settings_.force_stash &&
-      driver_.cuDeviceGetAttribute(
+  if (driver_.cuDeviceGetAttribute(
           &host_vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
           dev.cu_device) != CUDA_SUCCESS)
     host_vmm = 0;

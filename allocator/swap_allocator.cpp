@@ -14,15 +14,6 @@
 
 namespace cuswap {
 
-std::string format_stats(const SwapStats& stats) {
-  std::string out;
-#define CUSWAP_SWAP_STAT_FORMAT(name, description) \
-  fmt::format_to(std::back_inserter(out), "{}{}={}", out.empty() ? "" : " ", #name, stats.name);
-  CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_FORMAT)
-#undef CUSWAP_SWAP_STAT_FORMAT
-  return out;
-}
-
 Allocator::Allocator(const Driver& driver, const AllocatorSettings& settings)
     : driver_(driver), settings_(settings) {}
 
@@ -313,14 +304,6 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
 bool Allocator::owns(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
   return blocks_.count(base) != 0;
-}
-
-uintptr_t Allocator::base_of(uintptr_t address) noexcept {
-  std::lock_guard lock(mu_);
-  auto it = blocks_.upper_bound(address);
-  if (it == blocks_.begin()) return 0;
-  --it;
-  return address - it->first < it->second->range_bytes ? it->first : 0;
 }
 
 CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) noexcept {

@@ -95,9 +95,6 @@ struct HostCopy;  // allocator/swap_internal.h
 struct AllocatorSettings {
   conf::PerDevice<uint64_t> budget_bytes;  // unset: the card's total memory
   uint64_t swap_min_bytes = uint64_t{1} << 20;
-  // Force the pinned-stash eviction mode even where host-located virtual
-  // memory exists (for tests and for drivers where it misbehaves).
-  bool force_stash = false;
 };
 
 enum class Residency : uint8_t { resident, evicting, evicted, prefetching };
@@ -151,8 +148,6 @@ class Allocator {
   // without evicting something.
   [[nodiscard]] CUresult start_prefetch(uintptr_t base, CUstream trigger, CUevent done) noexcept;
 
-  // The base of the buffer containing `address`, or 0.
-  uintptr_t base_of(uintptr_t address) noexcept;
   // A host buffer about to be copied to the device: in stash mode, words in
   // it that point into buffers mark those buffers escaped.
   void note_host_words(const void* host, uint64_t size_bytes) noexcept;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace cuswap {
 
@@ -36,8 +35,5 @@ struct SwapStats {
   CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_FIELD)
 #undef CUSWAP_SWAP_STAT_FIELD
 };
-
-// "name=value name=value ..." on one line.
-std::string format_stats(const SwapStats& stats);
 
 }  // namespace cuswap
