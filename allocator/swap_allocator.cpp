@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -401,7 +402,6 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
 
 CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
   std::unique_lock lock(mu_);
-  Holding holding(held_, lock);
   if (blocks_.empty()) return CUDA_SUCCESS;
   Block* named[256];
   size_t count = 0;
@@ -410,17 +410,42 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
     if (it != blocks_.end()) named[count++] = it->second;
   }
   std::span<Block* const> keep(named, count);
-  for (Block* block : keep)
-    ++block->pins;
-  CUresult r = make_resident(stream, use, keep);
-  if (r != CUDA_SUCCESS) {
+  for (int attempt = 0;; ++attempt) {
+    // With this use's pins held nothing below waits for room (Note
+    // [Waiting for room]): held_ is null for as long as mu_ is held here.
+    held_ = nullptr;
+    for (Block* block : keep)
+      ++block->pins;
+    CUresult r = make_resident(stream, use, keep);
+    if (r == CUDA_SUCCESS) {
+      ++active_uses_;
+      return CUDA_SUCCESS;
+    }
     for (Block* block : keep)
       --block->pins;
     finished_.notify_all();
-    return r;
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || !wait_for_others(lock, attempt)) return r;
   }
-  ++active_uses_;
-  return CUDA_SUCCESS;
+}
+
+// Note [Waiting for room]: a use that finds no room while other uses are
+// prepared and not yet finished is not out of memory: their pins go once
+// they finish, and a finish needs no memory, so it always comes. But a
+// prepare must not wait holding pins of its own: threads that each pinned
+// part of what they need would wait for each other, and every one would
+// fail though each use fits by itself. So a prepare never waits for room
+// inside (held_ is null there); it lets its pins go, so that the others can
+// take their pages, waits for a finish (kRoomWait at a time, at most
+// kRoomWaits times), and starts again. With no use in flight nothing is
+// pinned but its own, so it is out of memory. An allocation holds no pins
+// and waits inside take_pages (wait_for_room).
+bool Allocator::wait_for_others(std::unique_lock<std::mutex>& lock, int attempt) noexcept {
+  constexpr int kRoomWaits = 1000;
+  constexpr auto kRoomWait = std::chrono::milliseconds(10);
+  if (attempt >= kRoomWaits || active_uses_ == 0) return false;
+  ++stats_.waits_for_room;
+  finished_.wait_for(lock, kRoomWait);
+  return true;
 }
 
 CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,

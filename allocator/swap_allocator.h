@@ -59,8 +59,9 @@
 // launch that needs them. An allocation or prefetch that finds no room while
 // other threads hold pins waits for a finish() (which needs no memory, so it
 // always comes) and tries again; with no pins held elsewhere it fails with
-// out-of-memory. Waiting threads hold their own pins, but a waiter only
-// waits on finished preparations, so waiters never wait for each other.
+// out-of-memory. A prepare that finds no room lets its own pins go before it
+// waits (Note [Waiting for room], swap_allocator.cpp), so waiters never
+// wait for each other.
 //
 // Lock order: Allocator::mu_ before the HostStash's own locks. The driver is
 // called with mu_ held; the driver never calls back into cuswap (its calls go
@@ -247,6 +248,9 @@ class Allocator {
                          std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;
   bool wait_for_room() noexcept;
+  // Note [Waiting for room]: false when no other use is in flight, or after
+  // enough waits; else waits for a finish with `lock` (mu_) released.
+  bool wait_for_others(std::unique_lock<std::mutex>& lock, int attempt) noexcept;
 };
 
 }  // namespace cuswap

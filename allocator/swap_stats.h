@@ -28,6 +28,7 @@ namespace cuswap {
   X(uses_on_host, "uses of such buffers, served from host memory in place")                  \
   X(reused_ranges, "large allocations served from freed ranges without a driver call")       \
   X(driver_retries, "allocations retried after the device refused memory within the budget") \
+  X(waits_for_room, "times a use waited for other threads' uses to finish")                  \
   X(out_of_memory, "allocations refused")
 
 struct SwapStats {

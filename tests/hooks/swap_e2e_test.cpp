@@ -354,4 +354,26 @@ TEST(Configuration, UselessSettingsSayWhyOnce) {
   EXPECT_EQ(fine.err.find("above the budget"), std::string::npos) << fine.err;
 }
 
+// Threads competing for a budget of three pages, well below the device's
+// memory (tests/hooks/programs/contention.cpp): every launch fits by
+// itself, so none may fail (Note [Waiting for room]), in both eviction modes.
+class Contention : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Contention, EightThreadsOnThreePagesNeverFail) {
+  const ProgramResult r = run_program(
+      {PROG_CONTENTION}, environment("budget:6MiB,swap_min:64KiB,stats:true",
+                                     std::string("memory:64MiB,host_vmm:") + GetParam(), true));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* line : {"failed calls 0", "wrong words seen by kernels 0", "hazards 0"})
+    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
+        << "missing '" << line << "' in:\n"
+        << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("peak device MiB ([0-9]+)\n"))) << r.out;
+  EXPECT_LE(std::stoi(m[1]), 6) << "the budget's peak, by simcuda";
+  EXPECT_NE(r.err.find("stats: out_of_memory = 0\n"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Contention, ::testing::Values("true", "false"));
+
 }  // namespace
