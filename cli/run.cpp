@@ -110,9 +110,9 @@ Status environment(const RunOptions& o, Environment& env) {
   const std::string shim = find_shim("CUSWAP_LIBRARY");
   if (shim.empty())
     return failure(kExitBadInput,
-                   fmt::format("run: libcuswap.so not found (looked in {}/hooks and beside {}; "
-                               "set CUSWAP_LIBRARY)",
-                               build_dir(), exe_dir()));
+                   fmt::format("run: libcuswap.so not found (neither {}/hooks/libcuswap.so of a "
+                               "build tree nor an installed one; set CUSWAP_LIBRARY)",
+                               build_dir()));
   if (!exists(shim))
     return failure(kExitBadInput, fmt::format("run: CUSWAP_LIBRARY={}: no such file", shim));
   std::vector<std::string> pairs;

@@ -150,11 +150,18 @@ TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
   }
 }
 
+// The sanitizer's runtime first, where the shim is built with it.
+std::string with_sanitizer(const std::string& preload) {
+  const std::string asan = ASAN_RUNTIME;
+  if (asan.empty()) return preload;
+  return preload.empty() ? asan : asan + ":" + preload;
+}
+
 // `cuswap run` sets LD_PRELOAD and CUSWAP_CONF itself: the program is the
 // same one that fails without cuswap above.
 TEST(CuswapRun, AnUnmodifiedProgramOversubscribesAndCompletes) {
   Env env = environment("", "memory:64MiB", false);
-  env["LD_PRELOAD"] = ASAN_RUNTIME;  // the sanitizer's runtime stays first
+  env["LD_PRELOAD"] = with_sanitizer("");  // and cuswap run keeps it first
   const ProgramResult r = run_program(
       {CUSWAP_CLI, "run", "--budget", "64MiB", "--stats", "--", PROG_OVERSUBSCRIBE}, env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -168,7 +175,8 @@ TEST(CuswapRun, AnUnmodifiedProgramOversubscribesAndCompletes) {
 }
 
 TEST(CuswapRun, TheCommandsExitStatusComesBack) {
-  const Env env = environment("", "", false);
+  Env env = environment("", "", false);
+  env["LD_PRELOAD"] = with_sanitizer("");
   EXPECT_EQ(run_program({CUSWAP_CLI, "run", "--", "/bin/sh", "-c", "exit 7"}, env).exit_code, 7);
   // The words after the command's own `--` are the command's.
   const ProgramResult echo = run_program(
@@ -209,7 +217,7 @@ TEST(CuswapRun, DryRunPrintsTheEnvironment) {
   const std::string custom = dir.path("libcuswap.so");
   std::filesystem::copy_file(CUSWAP_SHIM, custom);
   env["CUSWAP_LIBRARY"] = custom;
-  env["LD_PRELOAD"] = custom;
+  env["LD_PRELOAD"] = with_sanitizer(custom);
   const ProgramResult again =
       run_program({CUSWAP_CLI, "run", "--dry-run", "--torch-pluggable", "--", "prog"}, env);
   ASSERT_EQ(again.exit_code, 0) << again.err;
