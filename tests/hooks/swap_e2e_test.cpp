@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <regex>
 #include <string>
@@ -33,6 +34,21 @@ Env environment(const std::string& cuswap_conf, const std::string& simcuda_conf,
   return env;
 }
 
+// Each of `lines`, followed by a newline, is in the program's output.
+void expect_lines(const ProgramResult& r, std::initializer_list<const char*> lines,
+                  const std::string& who = "") {
+  for (const char* line : lines)
+    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
+        << who << "missing '" << line << "' in:\n"
+        << r.out << r.err;
+}
+
+// cuswap's counters at exit (stats:true) show evictions.
+void expect_evictions(const ProgramResult& r) {
+  EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
+}
+
 // The small counter buffer takes the first few bytes, so the second 32 MiB
 // buffer is already one too many.
 TEST(SwapEndToEnd, WithoutCuswapTheSecondBufferFails) {
@@ -49,14 +65,10 @@ TEST_P(SwapModes, EveryBufferFitsAndEveryByteSurvives) {
   ProgramResult r =
       run_program({PROG_OVERSUBSCRIBE}, environment("budget:64MiB,stats:true", simcuda_conf, true));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* line : {"total 64 MiB", "allocated 8 of 8", "wrong bytes read back 0",
-                           "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
-    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
-        << "missing '" << line << "' in:\n"
-        << r.out << r.err;
+  expect_lines(r, {"total 64 MiB", "allocated 8 of 8", "wrong bytes read back 0",
+                   "wrong bytes seen by kernels 0", "failures 0", "hazards 0"});
   EXPECT_EQ(r.out.find("peak device MiB 6"), r.out.find("peak device MiB 64\n")) << r.out;
-  EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
+  expect_evictions(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SwapModes, ::testing::Values("true", "false"));
@@ -165,13 +177,9 @@ TEST(CuswapRun, AnUnmodifiedProgramOversubscribesAndCompletes) {
   const ProgramResult r = run_program(
       {CUSWAP_CLI, "run", "--budget", "64MiB", "--stats", "--", PROG_OVERSUBSCRIBE}, env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* line : {"allocated 8 of 8", "wrong bytes read back 0",
-                           "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
-    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
-        << "missing '" << line << "' in:\n"
-        << r.out << r.err;
-  EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
+  expect_lines(r, {"allocated 8 of 8", "wrong bytes read back 0", "wrong bytes seen by kernels 0",
+                   "failures 0", "hazards 0"});
+  expect_evictions(r);
 }
 
 TEST(CuswapRun, TheCommandsExitStatusComesBack) {
@@ -235,14 +243,10 @@ TEST(TorchAllocatorAbi, BlocksSwapUnderABudgetAndEveryByteSurvives) {
   const ProgramResult r = run_program({PROG_TORCH_ABI, CUSWAP_SHIM},
                                       environment("budget:64MiB,stats:true", "memory:64MiB", true));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* line :
-       {"zero bytes null", "round 0: allocated 8 of 8", "round 1: allocated 8 of 8",
-        "wrong bytes read back 0", "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
-    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
-        << "missing '" << line << "' in:\n"
-        << r.out << r.err;
-  EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
+  expect_lines(
+      r, {"zero bytes null", "round 0: allocated 8 of 8", "round 1: allocated 8 of 8",
+          "wrong bytes read back 0", "wrong bytes seen by kernels 0", "failures 0", "hazards 0"});
+  expect_evictions(r);
 }
 
 // Loaded by PyTorch but not preloaded, cuswap cannot see the kernels, so it
@@ -254,12 +258,9 @@ TEST(TorchAllocatorAbi, LoadedButNotPreloadedPassesThrough) {
   env["GLIBC_TUNABLES"] = "glibc.rtld.optional_static_tls=65536";
   const ProgramResult r = run_program({PROG_TORCH_ABI, CUSWAP_SHIM}, env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* line :
-       {"round 0: block 1: null", "round 0: allocated 1 of 8", "round 1: allocated 1 of 8",
-        "wrong bytes read back 0", "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
-    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
-        << "missing '" << line << "' in:\n"
-        << r.out << r.err;
+  expect_lines(
+      r, {"round 0: block 1: null", "round 0: allocated 1 of 8", "round 1: allocated 1 of 8",
+          "wrong bytes read back 0", "wrong bytes seen by kernels 0", "failures 0", "hazards 0"});
   const std::string warning =
       "preload it (LD_PRELOAD, or cuswap run); until then nothing is swapped";
   ASSERT_NE(r.err.find(warning), std::string::npos) << r.err;
@@ -288,12 +289,9 @@ TEST(MemoryPools, AnswerCuswapsFiguresAndTrimmingGivesTheCacheBack) {
   const ProgramResult r =
       run_program({PROG_POOLS}, environment("budget:64MiB", "memory:64MiB", true));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* line : {"release threshold 48", "allocated 8 of 8",
-                           "a high-water mark set to 5: CUDA_ERROR_INVALID_VALUE",
-                           "wrong bytes seen by kernels 0", "failures 0", "hazards 0"})
-    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
-        << "missing '" << line << "' in:\n"
-        << r.out << r.err;
+  expect_lines(r, {"release threshold 48", "allocated 8 of 8",
+                   "a high-water mark set to 5: CUDA_ERROR_INVALID_VALUE",
+                   "wrong bytes seen by kernels 0", "failures 0", "hazards 0"});
   // In MiB. All 256 are allocated, within 64 of device memory.
   const PoolLine allocated = pool_line(r.out, "allocated");
   EXPECT_EQ(allocated.used, 256) << r.out;
@@ -325,20 +323,15 @@ TEST(Limits, OutOfBoundsCopiesFailAsOnTheDriverAndCachedMemoryGoesBack) {
       run_program({PROG_LIMITS}, environment("budget:64MiB", "memory:64MiB", true));
   ASSERT_EQ(driver.exit_code, 0) << driver.out << driver.err;
   ASSERT_EQ(cuswap.exit_code, 0) << cuswap.out << cuswap.err;
-  for (const char* line :
-       {"write 1 MiB: CUDA_SUCCESS", "write 1 MiB + 1: CUDA_ERROR_INVALID_VALUE",
-        "read 8 bytes at 1 MiB - 8: CUDA_SUCCESS",
-        "read 8 bytes at 1 MiB - 4: CUDA_ERROR_INVALID_VALUE",
-        "set 1 MiB + 1: CUDA_ERROR_INVALID_VALUE", "set 1 MiB / 4 words: CUDA_SUCCESS",
-        "allocate 48 MiB: CUDA_SUCCESS", "own cuMemCreate of 48 MiB: CUDA_SUCCESS",
-        "own cuMemRelease: CUDA_SUCCESS"}) {
-    EXPECT_NE(driver.out.find(std::string(line) + "\n"), std::string::npos)
-        << "the driver: missing '" << line << "' in:\n"
-        << driver.out;
-    EXPECT_NE(cuswap.out.find(std::string(line) + "\n"), std::string::npos)
-        << "cuswap: missing '" << line << "' in:\n"
-        << cuswap.out << cuswap.err;
-  }
+  for (const ProgramResult* r : {&driver, &cuswap})
+    expect_lines(*r,
+                 {"write 1 MiB: CUDA_SUCCESS", "write 1 MiB + 1: CUDA_ERROR_INVALID_VALUE",
+                  "read 8 bytes at 1 MiB - 8: CUDA_SUCCESS",
+                  "read 8 bytes at 1 MiB - 4: CUDA_ERROR_INVALID_VALUE",
+                  "set 1 MiB + 1: CUDA_ERROR_INVALID_VALUE", "set 1 MiB / 4 words: CUDA_SUCCESS",
+                  "allocate 48 MiB: CUDA_SUCCESS", "own cuMemCreate of 48 MiB: CUDA_SUCCESS",
+                  "own cuMemRelease: CUDA_SUCCESS"},
+                 r == &driver ? "the driver: " : "cuswap: ");
 }
 
 // A budget below one page, or a swap_min above the budget, leaves the
@@ -372,10 +365,7 @@ TEST_P(Contention, EightThreadsOnThreePagesNeverFail) {
       {PROG_CONTENTION}, environment("budget:6MiB,swap_min:64KiB,stats:true",
                                      std::string("memory:64MiB,host_vmm:") + GetParam(), true));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* line : {"failed calls 0", "wrong words seen by kernels 0", "hazards 0"})
-    EXPECT_NE(r.out.find(std::string(line) + "\n"), std::string::npos)
-        << "missing '" << line << "' in:\n"
-        << r.out << r.err;
+  expect_lines(r, {"failed calls 0", "wrong words seen by kernels 0", "hazards 0"});
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("peak device MiB ([0-9]+)\n"))) << r.out;
   EXPECT_LE(std::stoi(m[1]), 6) << "the budget's peak, by simcuda";
