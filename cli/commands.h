@@ -25,6 +25,7 @@ Command add_plan(CLI::App& app);      // cli/plan.cpp
 Command add_simulate(CLI::App& app);  // cli/simulate.cpp
 Command add_compare(CLI::App& app);   // cli/compare.cpp
 Command add_export(CLI::App& app);    // cli/export.cpp
+Command add_report(CLI::App& app);    // cli/report.cpp
 Command add_replay(CLI::App& app);    // cli/replay.cpp
 // `cuswap run`; `after_dashes`: the words after the first `--` of the
 // command line, which main() keeps from CLI11 (it would hand a leading `--`

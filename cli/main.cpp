@@ -38,8 +38,9 @@ cuswap::cli::Status run(int argc, char** argv) {
                                cuswap::trace::cst::kFormatMajor, cuswap::trace::cst::kFormatMinor,
                                cuswap::policy::kPlanVersion));
   const std::vector<Command> commands = {
-      add_inspect(app), add_plan(app),   add_simulate(app),          add_compare(app),
-      add_export(app),  add_replay(app), add_run(app, after_dashes), add_help(app)};
+      add_inspect(app), add_plan(app),   add_simulate(app), add_compare(app),
+      add_export(app),  add_report(app), add_replay(app),   add_run(app, after_dashes),
+      add_help(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,11 +3,9 @@
 // with --max-batch, answer the largest batch that fits from traces of one
 // model at several batch sizes.
 #include <memory>
-#include <regex>
 
 #include <fmt/format.h>
 
-#include "allocator/config.h"
 #include "cli/commands.h"
 #include "cli/policy_common.h"
 #include "policy/batch_scaling.h"
@@ -127,54 +125,11 @@ Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
   return {};
 }
 
-// "…-b32.…", "…_bs32…", "…batch32…": the batch size a file name states.
-std::optional<uint32_t> batch_from_name(const std::string& path) {
-  static const std::regex pattern(R"((?:^|[-_./])(?:b|bs|batch)[-_]?(\d+)(?:[-_.]|$))",
-                                  std::regex::icase);
-  const std::string name = path.substr(path.find_last_of('/') + 1);
-  std::smatch m;
-  if (!std::regex_search(name, m, pattern)) return std::nullopt;
-  const unsigned long value = std::stoul(m[1].str());
-  if (value == 0 || value > UINT32_MAX) return std::nullopt;
-  return static_cast<uint32_t>(value);
-}
-
 Status run_max_batch(const PlanOptions& o, std::FILE* out) {
-  if (o.policy.budget.empty() || o.policy.budget.back() == '%')
-    return failure(kExitBadInput, "--budget: --max-batch needs a size");
-  if (o.files.size() < 2)
-    return failure(kExitBadInput, "--max-batch: expected traces at two or more batch sizes");
-  if (!o.batches.empty() && o.batches.size() != o.files.size())
-    return failure(kExitBadInput, fmt::format("--batches: expected {} sizes, one per file, got {}",
-                                              o.files.size(), o.batches.size()));
-  std::vector<policy::BatchSample> samples;
-  policy::PlanRequest request;
-  for (size_t i = 0; i < o.files.size(); ++i) {
-    Loaded loaded;
-    std::string error;
-    PolicyArgs args = o.policy;
-    args.budget.clear();  // a percentage would mean a different budget per file
-    if (!load(o.files[i], args, loaded, error)) return failure(kExitBadInput, error);
-    request = loaded.request;
-    std::optional<uint32_t> batch;
-    if (!o.batches.empty())
-      batch = o.batches[i];
-    else
-      batch = batch_from_name(o.files[i]);
-    if (!batch)
-      return failure(kExitBadInput, fmt::format("{}: no batch size in the file name (…-b32…); "
-                                                "give --batches",
-                                                o.files[i]));
-    samples.push_back({*batch, std::move(loaded.workload)});
-  }
-  const std::optional<uint64_t> budget = conf::parse_size(o.policy.budget);
-  if (!budget)
-    return failure(kExitBadInput, fmt::format("--budget: expected a size such as 12GiB, got \"{}\"",
-                                              o.policy.budget));
-  request.budget_bytes = *budget;
   policy::BatchModel model;
+  policy::PlanRequest request;
   std::string error;
-  if (!policy::fit_batch_model(std::move(samples), model, error))
+  if (!load_batch_model(o.files, o.batches, o.policy, model, request, error))
     return failure(kExitBadInput, error);
   policy::MaxBatchOptions options;
   options.request = request;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -142,6 +143,62 @@ bool obtain_plan(Loaded& loaded, const PolicyArgs& args, const std::string& plan
   plan = p->plan(loaded.workload, loaded.request);
   if (!policy::resolve(plan, loaded.workload, entries, error)) return false;
   return true;
+}
+
+namespace {
+
+// "…-b32.…", "…_bs32…", "…batch32…": the batch size a file name states.
+std::optional<uint32_t> batch_from_name(const std::string& path) {
+  static const std::regex pattern(R"((?:^|[-_./])(?:b|bs|batch)[-_]?(\d+)(?:[-_.]|$))",
+                                  std::regex::icase);
+  const std::string name = path.substr(path.find_last_of('/') + 1);
+  std::smatch m;
+  if (!std::regex_search(name, m, pattern)) return std::nullopt;
+  const unsigned long value = std::stoul(m[1].str());
+  if (value == 0 || value > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(value);
+}
+
+}  // namespace
+
+bool load_batch_model(const std::vector<std::string>& files, const std::vector<uint32_t>& batches,
+                      const PolicyArgs& args, policy::BatchModel& model,
+                      policy::PlanRequest& request, std::string& error) {
+  if (args.budget.empty() || args.budget.back() == '%') {
+    error = "--budget: --max-batch needs a size";
+    return false;
+  }
+  if (files.size() < 2) {
+    error = "--max-batch: expected traces at two or more batch sizes";
+    return false;
+  }
+  if (!batches.empty() && batches.size() != files.size()) {
+    error = fmt::format("--batches: expected {} sizes, one per file, got {}", files.size(),
+                        batches.size());
+    return false;
+  }
+  std::vector<policy::BatchSample> samples;
+  for (size_t i = 0; i < files.size(); ++i) {
+    Loaded loaded;
+    PolicyArgs one = args;
+    one.budget.clear();  // a percentage would mean a different budget per file
+    if (!load(files[i], one, loaded, error)) return false;
+    request = loaded.request;
+    const std::optional<uint32_t> batch =
+        batches.empty() ? batch_from_name(files[i]) : std::optional<uint32_t>(batches[i]);
+    if (!batch) {
+      error = fmt::format("{}: no batch size in the file name (…-b32…); give --batches", files[i]);
+      return false;
+    }
+    samples.push_back({*batch, std::move(loaded.workload)});
+  }
+  const std::optional<uint64_t> budget = conf::parse_size(args.budget);
+  if (!budget) {
+    error = fmt::format("--budget: expected a size such as 12GiB, got \"{}\"", args.budget);
+    return false;
+  }
+  request.budget_bytes = *budget;
+  return policy::fit_batch_model(std::move(samples), model, error);
 }
 
 std::string human_bytes(uint64_t bytes) {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "policy/batch_scaling.h"
 #include "policy/planner.h"
 #include "policy/simulator.h"
 #include "tracer/json_quote.h"
@@ -77,6 +78,16 @@ std::string render_run_json(const Loaded& l, const policy::Plan& plan, size_t en
                             const policy::SimResult& r);
 // "the budget cannot be met: op … needs … at once, … over; its largest tensors: …"
 std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w);
+
+// For --max-batch: the traces `files` of one model, each at the batch size
+// `batches` gives (or, when it is empty, its file name states: "…-b32…"),
+// fitted into one model (policy/batch_scaling.h); `request` is the options'
+// link and time scale with the budget `args.budget`, which must be a size.
+// false with one line in `error`.
+[[nodiscard]] bool load_batch_model(const std::vector<std::string>& files,
+                                    const std::vector<uint32_t>& batches, const PolicyArgs& args,
+                                    policy::BatchModel& model, policy::PlanRequest& request,
+                                    std::string& error);
 
 // Writes `text` to `path` ("-" for stdout); false with one line on failure.
 [[nodiscard]] bool write_file(const std::string& path, const std::string& text, std::string& error);

@@ -184,7 +184,7 @@ class Simulation {
       }
       t = reserve(w_.tensors[x].size_bytes, t, kNoOpClaim);
       set_state(x, State::resident, ++clock_);
-      add_memory(t, static_cast<int64_t>(w_.tensors[x].size_bytes));
+      arrive(x, t);
     }
     const int64_t setup_ns = t;  // forced evictions before the first op
     for (uint32_t k = 0; k < w_.ops.size(); ++k) {
@@ -200,7 +200,7 @@ class Simulation {
       for (uint32_t x : w_.allocs_at[k]) {
         start = reserve(w_.tensors[x].size_bytes, start, k);
         set_state(x, State::resident, ++clock_);
-        add_memory(start, static_cast<int64_t>(w_.tensors[x].size_bytes));
+        arrive(x, start);
       }
       for (uint32_t x : w_.uses_at[k])
         start = std::max(start, make_resident(x, start, k));
@@ -249,6 +249,22 @@ class Simulation {
     }
   }
 
+  // Tensor x takes its device memory at time_ns, or gives it back.
+  void arrive(uint32_t x, int64_t time_ns) {
+    add_memory(time_ns, static_cast<int64_t>(w_.tensors[x].size_bytes));
+    if (o_.record_timeline) {
+      if (arrived_.empty()) arrived_.assign(w_.tensors.size(), -1);
+      arrived_[x] = time_ns;
+    }
+  }
+  void leave(uint32_t x, int64_t time_ns) {
+    add_memory(time_ns, -static_cast<int64_t>(w_.tensors[x].size_bytes));
+    if (o_.record_timeline && !arrived_.empty() && arrived_[x] >= 0) {
+      r_.residency.push_back({x, arrived_[x], time_ns});
+      arrived_[x] = -1;
+    }
+  }
+
   void set_state(uint32_t x, State s, uint64_t stamp) {
     TensorState& ts = state_[x];
     if (ts.state == State::resident) lru_.erase({ts.stamp, x});
@@ -271,7 +287,7 @@ class Simulation {
       if (ts.generation != e.generation) continue;
       if (ts.state == State::evicting) {
         ts.state = State::host;
-        add_memory(e.time_ns, -static_cast<int64_t>(w_.tensors[e.tensor].size_bytes));
+        leave(e.tensor, e.time_ns);
       } else if (ts.state == State::fetching) {
         set_state(e.tensor, State::resident, mode_ == PlanMode::ondemand ? ++clock_ : clock_);
       }
@@ -469,7 +485,7 @@ class Simulation {
       case State::host: {
         const uint64_t size = w_.tensors[x].size_bytes;
         const int64_t t = reserve(size, time_ns, k);
-        add_memory(t, static_cast<int64_t>(size));
+        arrive(x, t);
         const int64_t end = copy(true, size, t, {x}, true);
         ++r_.demand_fetches;
         if (ts.entry >= 0) {
@@ -510,10 +526,11 @@ class Simulation {
         still.push_back(key);
         continue;
       }
-      add_memory(t, static_cast<int64_t>(bytes));
       std::vector<uint32_t> tensors;
       for (uint32_t i : moving)
         tensors.push_back(entries_[i].tensor);
+      for (uint32_t x : tensors)
+        arrive(x, t);
       const int64_t end = copy(true, bytes, ready, std::move(tensors), false);
       for (uint32_t i : moving) {
         TensorState& ts = state_[entries_[i].tensor];
@@ -549,8 +566,7 @@ class Simulation {
     if (s == State::evicting) cancel_eviction(x, t);
     ++ts.generation;
     set_state(x, State::absent, 0);
-    if (s == State::resident || s == State::evicting || s == State::fetching)
-      add_memory(t, -static_cast<int64_t>(w_.tensors[x].size_bytes));
+    if (s == State::resident || s == State::evicting || s == State::fetching) leave(x, t);
   }
 
   void evict_planned(uint32_t k, int64_t t) {
@@ -566,8 +582,7 @@ class Simulation {
         state_[x].entry = static_cast<int32_t>(i);
       }
       if (moving.empty()) continue;
-      const int64_t end =
-          copy(false, bytes, t, moving, false);
+      const int64_t end = copy(false, bytes, t, moving, false);
       for (uint32_t x : moving)
         start_eviction(x, end);
     }
@@ -583,8 +598,15 @@ class Simulation {
       r_.lower_bound_ns = b.problem_ns;
       r_.time_bound_ns = b.time_only_ns;
     }
-    if (o_.record_timeline)
+    if (o_.record_timeline) {
       std::erase_if(r_.copies, [](const CopySpan& c) { return c.tensors == 0; });
+      for (uint32_t x = 0; x < arrived_.size(); ++x)
+        if (arrived_[x] >= 0) r_.residency.push_back({x, arrived_[x], r_.iteration_ns});
+      std::sort(r_.residency.begin(), r_.residency.end(),
+                [](const TensorSpan& a, const TensorSpan& b) {
+                  return std::tie(a.start_ns, a.tensor) < std::tie(b.start_ns, b.tensor);
+                });
+    }
     r_.shortfall = check_budget(w_, o_.budget_bytes);
     if (r_.shortfall) r_.fits = false;
     if (r_.peak_bytes > o_.budget_bytes) r_.fits = false;
@@ -603,6 +625,7 @@ class Simulation {
   std::vector<GroupKey> deferred_;
   uint64_t used_ = 0;
   uint64_t clock_ = 0;
+  std::vector<int64_t> arrived_;  // with record_timeline: since when x holds memory, or -1
   Engine h2d_, d2h_, shared_;
 };
 

@@ -27,7 +27,7 @@ struct SimOptions {
   uint64_t budget_bytes = UINT64_MAX;
   Link link;
   double time_scale = 1.0;       // op durations are multiplied by it
-  bool record_timeline = false;  // fill SimResult's spans, copies and memory samples
+  bool record_timeline = false;  // fill SimResult's spans, copies, memory and residency
   bool bounds = false;           // fill lower_bound_ns and time_bound_ns (policy/bounds.h)
 };
 
@@ -63,6 +63,13 @@ struct CopySpan {
   bool to_device = false;
   bool on_demand = false;  // a fetch the op waited for, not a planned prefetch
 };
+// A stretch of time a tensor held device memory (from its allocation or the
+// issue of its fetch to its free or the end of its copy out); end_ns is the
+// iteration's end for tensors still there.
+struct TensorSpan {
+  uint32_t tensor = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
 struct MemorySample {
   int64_t time_ns = 0;
   uint64_t bytes = 0;  // device bytes in use (and reserved for copies in flight) from then;
@@ -79,13 +86,13 @@ struct SimResult {
   int64_t infinite_memory_ns = 0;
   int64_t lower_bound_ns = 0;  // with options.bounds: Note [Lower bounds]
   int64_t time_bound_ns = 0;   // with options.bounds: max(compute, (peak - budget) / bandwidth)
-  int64_t stall_ns = 0;  // time the compute engine waited
+  int64_t stall_ns = 0;        // time the compute engine waited
   uint64_t h2d_bytes = 0, d2h_bytes = 0;
-  uint32_t evictions = 0;         // tensors copied out
-  uint32_t prefetches = 0;        // tensors fetched by a planned prefetch
-  uint32_t demand_fetches = 0;    // tensors fetched because an op needed them
-  uint32_t forced_evictions = 0;  // evictions the plan did not ask for (budget pressure)
-  uint32_t late_prefetches = 0;   // planned prefetches an op waited for
+  uint32_t evictions = 0;            // tensors copied out
+  uint32_t prefetches = 0;           // tensors fetched by a planned prefetch
+  uint32_t demand_fetches = 0;       // tensors fetched because an op needed them
+  uint32_t forced_evictions = 0;     // evictions the plan did not ask for (budget pressure)
+  uint32_t late_prefetches = 0;      // planned prefetches an op waited for
   uint32_t cancelled_evictions = 0;  // evictions called off before their copy started
   uint32_t wasted_evictions = 0;     // planned copies out that ran, the tensor needed back
                                      // before they ended
@@ -100,6 +107,7 @@ struct SimResult {
   std::vector<OpSpan> ops;
   std::vector<CopySpan> copies;
   std::vector<MemorySample> memory;
+  std::vector<TensorSpan> residency;  // sorted by start, then tensor
 
   double overhead() const {
     return infinite_memory_ns > 0

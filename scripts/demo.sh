@@ -5,6 +5,8 @@
 # memory than the step needs. On the plain driver it runs out of memory; with
 # cuswap preloaded it completes, evicting on demand (reactive) and following
 # a plan it makes from the second iteration (online); every byte is checked.
+# It ends by writing a report of the online run (build/demo-report.html):
+# memory, copy lanes and every planner, and what cuswap moved as recorded.
 # Arguments go to `cuswap replay` (try --link pcie3 or --device-memory 2GiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +18,10 @@ out="$(mktemp -d)"
 common=(--device-memory 1600MiB --link pcie5 "$@")
 for policy in none reactive online; do
   echo "== replaying $trace: --policy $policy ${common[*]}"
-  build/cli/cuswap replay "$trace" --policy "$policy" "${common[@]}" --json >"$out/$policy.json" \
-    2> >(grep -v '^cuswap\[[0-9]*\]: stats' >&2) || true
+  record=()
+  [ "$policy" = online ] && record=(--cuswap-conf "record:$out/online.cst")
+  build/cli/cuswap replay "$trace" --policy "$policy" "${common[@]}" "${record[@]}" --json \
+    >"$out/$policy.json" 2> >(grep -v '^cuswap\[[0-9]*\]: stats' >&2) || true
 done
 
 python3 - "$out" <<'EOF'
@@ -52,3 +56,10 @@ ok = all(runs[p]["completed"] and runs[p]["integrity_errors"] == 0 and runs[p]["
          for p in ("reactive", "online"))
 sys.exit(0 if ok else 1)
 EOF
+
+# The report: the recording, at the budget and link the run had.
+read -r budget link < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+print(r["budget_bytes"], r["link"])' "$out/online.json")
+build/cli/cuswap report "$out/online.cst" --budget "$budget" --link "$link" \
+  -o build/demo-report.html
+echo "The report of the online run: build/demo-report.html (open it in a browser)."

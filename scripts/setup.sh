@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what cuswap needs to build and test: Debian packages, and for the
-# Python package's tests (tests/python) TensorFlow and PyTorch from PyPI, pinned in
+# Installs what cuswap needs to build and test: Debian packages (Chromium and
+# a font only for the test that renders a report), and for the Python
+# package's tests (tests/python) TensorFlow and PyTorch from PyPI, pinned in
 # scripts/requirements-test.txt. Idempotent; prints nothing when everything
 # is there.
 set -euo pipefail
@@ -10,6 +11,7 @@ packages=(
   libfmt-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libsimdjson-dev libprotobuf-dev protobuf-compiler zlib1g-dev
   python3 python3-pip
+  chromium fonts-dejavu-core
 )
 
 missing=()

@@ -49,8 +49,8 @@ const std::string kData = std::string(CUSWAP_TEST_DATA) + "/tf1/";
 const std::string kTrace = kData + "lstm-l1-t32-b2.timeline.json.gz";
 const std::string kTraceB4 = kData + "lstm-l1-t32-b4.timeline.json.gz";
 
-const std::vector<std::string> kCommands = {"inspect", "plan",   "simulate", "compare",
-                                            "export",  "replay", "run",      "help"};
+const std::vector<std::string> kCommands = {"inspect", "plan",   "simulate", "compare", "export",
+                                            "report",  "replay", "run",      "help"};
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -107,6 +107,51 @@ TEST(CliUsage, RunSaysWhatIsWrongBeforeItStartsTheCommand) {
   expect_usage_error(cuswap({"run", "--budgte", "1G", never}), "unknown option --budgte");
   expect_usage_error(cuswap({"run"}), "no command");
   expect_usage_error(cuswap({"run", "--"}), "no command");
+}
+
+// `cuswap report` says what is wrong in one line and writes nothing.
+TEST(CliUsage, ReportSaysWhatIsWrong) {
+  const std::string page = std::filesystem::temp_directory_path() / "cuswap-cli-report.html";
+  std::filesystem::remove(page);
+  expect_usage_error(cuswap({"report", "-o", page}), "file is required");
+  expect_usage_error(cuswap({"report", kTrace}), "--output is required");
+  expect_usage_error(cuswap({"report", kTrace, "--planner", "seed", "-o", page}),
+                     "--budget: a budget is required");
+  expect_usage_error(cuswap({"report", kTrace, "--budget", "50%", "--planner", "nope", "-o", page}),
+                     "--planner: expected one of");
+  expect_usage_error(cuswap({"report", kTrace, kTraceB4, "--budget", "50%", "-o", page}),
+                     "expected one trace file (or --max-batch), got 2");
+  expect_usage_error(
+      cuswap({"report", kTrace, kTraceB4, "--max-batch", "--budget", "50%", "-o", page}),
+      "--budget: --max-batch needs a size");
+  expect_usage_error(cuswap({"report", kData + "none.json", "-o", page}), "none.json");
+  EXPECT_FALSE(std::filesystem::exists(page));
+  const Result r = cuswap({"report", kTrace, "-o", "/nonexistent/dir/page.html"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "/nonexistent/dir/page.html")) << r.err;
+}
+
+// The page of every kind of input: one trace without a budget (nothing
+// moves, no planners), with one, and traces at two batch sizes.
+TEST(CliReport, ThePageHasTheSectionsItsInputAsksFor) {
+  const Result bare = cuswap({"report", kTrace, "-o", "-"});
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_TRUE(contains(bare.out, "No budget was given")) << bare.out.substr(0, 2000);
+  EXPECT_FALSE(contains(bare.out, "<section id=\"planners\">"));
+  const Result planned = cuswap({"report", kTrace, "--budget", "60%", "-o", "-"});
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  for (const char* part :
+       {"<section id=\"memory\">", "<section id=\"lanes\">", "<section id=\"planners\">",
+        "<section id=\"tensors\">", "with cuswap&#39;s plan under the budget", "class=\"budget\""})
+    EXPECT_TRUE(contains(planned.out, part)) << part;
+  for (const char* planner : {"cuswap", "seed", "vdnn", "capuchin", "lru", "ondemand"})
+    EXPECT_TRUE(contains(planned.out, fmt::format("<tr><td>{}</td>", planner))) << planner;
+  const Result batches =
+      cuswap({"report", kTrace, kTraceB4, "--max-batch", "--budget", "4MiB", "-o", "-"});
+  ASSERT_EQ(batches.exit_code, 0) << batches.err;
+  EXPECT_TRUE(contains(batches.out, "<section id=\"batches\">"));
+  EXPECT_TRUE(contains(batches.out, "Fitted from traces at batch 2, 4"));
+  EXPECT_TRUE(contains(batches.out, "<tr><td>no swapping</td>"));
 }
 
 TEST(CliUsage, NoCommandIsAnError) {

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <map>
 #include <regex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "tests/support/process.h"
 #include "tracer/cst_reader.h"
@@ -44,6 +47,11 @@ void expect_lines(const ProgramResult& r, std::initializer_list<const char*> lin
 }
 
 // cuswap's counters at exit (stats:true) show evictions.
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 void expect_evictions(const ProgramResult& r) {
   EXPECT_NE(r.err.find("stats: evictions = "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("stats: evictions = 0\n"), std::string::npos) << r.err;
@@ -141,6 +149,19 @@ TEST_P(RecordedSwap, HoldsKernelTimesAndEveryCopyCuswapMade) {
   const auto kernels_ns = static_cast<long long>(kKernels * kKernelNs);
   EXPECT_GE(infinite_ns, kernels_ns * 95 / 100) << sim.out;
   EXPECT_LE(infinite_ns, kernels_ns * 105 / 100) << sim.out;
+
+  // The report draws what cuswap moved: the program marks no iterations, so
+  // its window is the whole recording and its counts are the recorder's.
+  const std::string page = dir.path("run.html");
+  const ProgramResult rep =
+      run_program({CUSWAP_CLI, "report", path, "--budget", "64MiB", "-o", page}, cli);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const std::string html = read_text(page);
+  EXPECT_NE(html.find("<section id=\"recorded\">"), std::string::npos);
+  const std::string moved = fmt::format("cuswap evicted {} buffers", counter(t, "evictions"));
+  EXPECT_NE(html.find(moved), std::string::npos) << moved;
+  const std::string back = fmt::format("brought {} back", counter(t, "prefetches"));
+  EXPECT_NE(html.find(back), std::string::npos) << back;
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, RecordedSwap, ::testing::Values("true", "false"));
@@ -153,8 +174,10 @@ TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
       environment("budget:64MiB,record_timing:false,record:" + path, "memory:64MiB", true));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const Env cli = environment("", "", false);
-  for (const char* command : {"simulate", "compare", "plan"}) {
-    const ProgramResult c = run_program({CUSWAP_CLI, command, path, "--budget", "50%"}, cli);
+  for (const char* command : {"simulate", "compare", "plan", "report"}) {
+    std::vector<std::string> argv = {CUSWAP_CLI, command, path, "--budget", "50%"};
+    if (std::string_view(command) == "report") argv.insert(argv.end(), {"-o", dir.path("out")});
+    const ProgramResult c = run_program(argv, cli);
     EXPECT_EQ(c.exit_code, 2) << command << ": " << c.out << c.err;
     EXPECT_NE(c.err.find("no op durations"), std::string::npos) << command << ": " << c.err;
     EXPECT_EQ(c.err.find('\n'), c.err.size() - 1) << "one line: " << c.err;
