@@ -522,7 +522,7 @@ std::string planners_chart(const ReportInput& in) {
     b_max = std::max({b_max, p.result.h2d_bytes, p.result.d2h_bytes});
   }
   constexpr int kRow = 26, kLabel = 90, kTimeW = 560, kGap = 70, kBytesW = 300;
-  const int height = 40 + static_cast<int>(ps.size()) * kRow + 30;
+  const int height = 40 + static_cast<int>(ps.size()) * kRow + 44;
   std::string out = fmt::format(
       "<svg class=\"planners\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\">"
       "<text class=\"ct\" x=\"{}\" y=\"16\">iteration time (stall in red)</text><text class=\"ct\" "
@@ -567,16 +567,17 @@ std::string planners_chart(const ReportInput& in) {
         human_bytes(r.h2d_bytes));
   }
   const int bottom = 30 + static_cast<int>(ps.size()) * kRow;
-  const auto marker = [&](int64_t t, const char* cls, const char* label) {
+  // Labels on two lines, so the two markers' never overlap.
+  const auto marker = [&](int64_t t, const char* cls, const char* label, int line) {
     out += fmt::format(
-        "<line class=\"{}\" x1=\"{:.1f}\" y1=\"26\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"ml\" "
+        "<line class=\"{}\" x1=\"{:.1f}\" y1=\"26\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"tl\" "
         "x=\"{:.1f}\" y=\"{}\">{} {}</text>",
-        cls, tx(double(t)), tx(double(t)), bottom, tx(double(t)) + 3, bottom + 14, label,
-        human_ns(t));
+        cls, tx(double(t)), tx(double(t)), bottom + 14 * line - 10, tx(double(t)),
+        bottom + 14 * line, label, human_ns(t));
   };
-  marker(first.infinite_memory_ns, "unlimited", "memory to spare");
+  marker(first.infinite_memory_ns, "unlimited", "memory to spare", 1);
   if (first.lower_bound_ns > first.infinite_memory_ns)
-    marker(first.lower_bound_ns, "bound", "lower bound");
+    marker(first.lower_bound_ns, "bound", "lower bound", 2);
   return out + "</svg>\n";
 }
 
