@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 

@@ -515,7 +515,7 @@ std::vector<Lane> simulated_lanes(const Workload& w, const SimResult& r, double 
 std::string planners_chart(const ReportInput& in) {
   const std::vector<policy::PlanOutcome>& ps = in.planners;
   const SimResult& first = ps.front().result;
-  int64_t t_max = std::max(first.lower_bound_ns, first.infinite_memory_ns);
+  int64_t t_max = std::max({int64_t{1}, first.lower_bound_ns, first.infinite_memory_ns});
   uint64_t b_max = 1;
   for (const policy::PlanOutcome& p : ps) {
     t_max = std::max(t_max, p.result.iteration_ns);
@@ -714,11 +714,12 @@ std::string recording_section(const Recording& rec) {
   }
   std::string out = fmt::format(
       "<section id=\"recorded\"><h2>What cuswap did</h2><p>In the recorded iteration ({} on the "
-      "recorder's clock) cuswap evicted {} buffers ({}) and brought {} back ({}), {} of them on "
-      "demand; a use waited for a prefetch {} times. Recorded with <code>CUSWAP_CONF={}</code>."
-      "</p>\n",
-      human_ns(rec.end_ns - rec.start_ns), rec.evictions, human_bytes(rec.evicted_bytes),
-      rec.prefetches, human_bytes(rec.prefetched_bytes), rec.on_demand, rec.waits,
+      "recorder's clock, {} launches) cuswap evicted {} buffers ({}) and brought {} back ({}), {} "
+      "of them on demand; a use waited for a prefetch {} times. Recorded with "
+      "<code>CUSWAP_CONF={}</code>.</p>\n",
+      human_ns(rec.end_ns - rec.start_ns), rec.launches, rec.evictions,
+      human_bytes(rec.evicted_bytes), rec.prefetches, human_bytes(rec.prefetched_bytes),
+      rec.on_demand, rec.waits,
       h(rec.configuration.empty() ? std::string("(none)") : rec.configuration));
   out += lanes_chart({compute, waits, h2d, d2h}, 0,
                      static_cast<double>(std::max<int64_t>(1, rec.end_ns - rec.start_ns)),

@@ -88,15 +88,64 @@ TEST(Fixtures, ThereAreSome) {
   EXPECT_FALSE(fixtures().empty());
 }
 
+// The residency spans are the memory counter taken apart by tensor: a
+// tensor is never on the device twice at once; swept with departures first
+// and with arrivals first at each instant, they bound the counter's peak;
+// and the byte-time under both is the same (the counter shows a fall 1 ns
+// late, Note [Memory accounting]).
+void expect_residency_adds_up(const Fixture& f, const SimResult& r) {
+  if (r.peak_bytes == 0) return;  // nothing on the device
+  ASSERT_FALSE(r.residency.empty()) << f.file;
+  std::vector<std::pair<int64_t, int64_t>> changes;  // (time, +-bytes)
+  std::vector<int64_t> last_end(f.workload.tensors.size(), INT64_MIN);
+  double span_area = 0;
+  for (const TensorSpan& s : r.residency) {
+    ASSERT_LT(s.tensor, f.workload.tensors.size()) << f.file;
+    EXPECT_LE(s.start_ns, s.end_ns) << f.file;
+    EXPECT_LE(s.end_ns, r.iteration_ns) << f.file;
+    EXPECT_GE(s.start_ns, last_end[s.tensor]) << f.file << ": tensor " << s.tensor;
+    last_end[s.tensor] = s.end_ns;
+    const auto size = static_cast<int64_t>(f.workload.tensors[s.tensor].size_bytes);
+    changes.emplace_back(s.start_ns, size);
+    changes.emplace_back(s.end_ns, -size);
+    span_area += static_cast<double>(size) * static_cast<double>(s.end_ns - s.start_ns);
+  }
+  const auto sweep = [&](bool rises_first) {
+    std::sort(changes.begin(), changes.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return rises_first ? a.second > b.second : a.second < b.second;
+    });
+    int64_t used = 0, highest = 0;
+    for (const auto& change : changes) {
+      used += change.second;
+      highest = std::max(highest, used);
+    }
+    EXPECT_EQ(used, 0) << f.file;
+    return static_cast<uint64_t>(highest);
+  };
+  EXPECT_LE(sweep(false), r.peak_bytes) << f.file;
+  EXPECT_GE(sweep(true), r.peak_bytes) << f.file;
+  double counter_area = 0;
+  for (size_t i = 0; i < r.memory.size(); ++i) {
+    const int64_t next = i + 1 < r.memory.size() ? r.memory[i + 1].time_ns : r.iteration_ns;
+    counter_area += static_cast<double>(r.memory[i].bytes) *
+                    static_cast<double>(std::max<int64_t>(0, next - r.memory[i].time_ns));
+  }
+  EXPECT_NEAR(span_area, counter_area, 1e-4 * counter_area) << f.file;
+}
+
 class EveryPlanner : public ::testing::TestWithParam<std::string> {};
 
+// With the timeline recorded, which changes no figure, also the residency
+// spans (expect_residency_adds_up).
 TEST_P(EveryPlanner, FitsSixtyPercentOrSaysWhy) {
   const Planner* planner = find_planner(GetParam());
   ASSERT_NE(planner, nullptr);
   ASSERT_FALSE(fixtures().empty());
   for (const Fixture& f : fixtures()) {
     const PlanRequest request = at_percent(f.workload, 60);
-    const PlanOutcome out = plan_and_simulate(*planner, f.workload, request);
+    const PlanOutcome out = plan_and_simulate(*planner, f.workload, request, true);
+    expect_residency_adds_up(f, out.result);
     // What a plan of this planner says about the trace resolves against it.
     std::vector<ResolvedEntry> resolved;
     std::string error;
@@ -127,59 +176,6 @@ TEST_P(EveryPlanner, FitsSixtyPercentOrSaysWhy) {
         bytes += f.workload.tensors[t].size_bytes;
       EXPECT_EQ(bytes, out.result.shortfall->required_bytes) << f.file;
     }
-  }
-}
-
-// The residency spans are the memory counter taken apart by tensor: a
-// tensor is never on the device twice at once; swept with departures first
-// and with arrivals first at each instant, they bound the counter's peak;
-// and the byte-time under both is the same (the counter shows a fall 1 ns
-// late, Note [Memory accounting]).
-TEST_P(EveryPlanner, ResidencySpansAddUpToTheMemoryCounter) {
-  const Planner* planner = find_planner(GetParam());
-  ASSERT_NE(planner, nullptr);
-  for (const Fixture& f : fixtures()) {
-    const PlanOutcome out =
-        plan_and_simulate(*planner, f.workload, at_percent(f.workload, 60), true);
-    const SimResult& r = out.result;
-    if (r.peak_bytes == 0) continue;  // nothing on the device
-    ASSERT_FALSE(r.residency.empty()) << f.file;
-    std::vector<std::pair<int64_t, int64_t>> changes;  // (time, +-bytes)
-    std::vector<int64_t> last_end(f.workload.tensors.size(), INT64_MIN);
-    double span_area = 0;
-    for (const TensorSpan& s : r.residency) {
-      ASSERT_LT(s.tensor, f.workload.tensors.size()) << f.file;
-      EXPECT_LE(s.start_ns, s.end_ns) << f.file;
-      EXPECT_LE(s.end_ns, r.iteration_ns) << f.file;
-      EXPECT_GE(s.start_ns, last_end[s.tensor]) << f.file << ": tensor " << s.tensor;
-      last_end[s.tensor] = s.end_ns;
-      const auto size = static_cast<int64_t>(f.workload.tensors[s.tensor].size_bytes);
-      changes.emplace_back(s.start_ns, size);
-      changes.emplace_back(s.end_ns, -size);
-      span_area += static_cast<double>(size) * static_cast<double>(s.end_ns - s.start_ns);
-    }
-    const auto sweep = [&](bool rises_first) {
-      std::sort(changes.begin(), changes.end(), [&](const auto& a, const auto& b) {
-        if (a.first != b.first) return a.first < b.first;
-        return rises_first ? a.second > b.second : a.second < b.second;
-      });
-      int64_t used = 0, highest = 0;
-      for (const auto& change : changes) {
-        used += change.second;
-        highest = std::max(highest, used);
-      }
-      EXPECT_EQ(used, 0) << f.file;
-      return static_cast<uint64_t>(highest);
-    };
-    EXPECT_LE(sweep(false), r.peak_bytes) << f.file << " " << GetParam();
-    EXPECT_GE(sweep(true), r.peak_bytes) << f.file << " " << GetParam();
-    double counter_area = 0;
-    for (size_t i = 0; i < r.memory.size(); ++i) {
-      const int64_t next = i + 1 < r.memory.size() ? r.memory[i + 1].time_ns : r.iteration_ns;
-      counter_area += static_cast<double>(r.memory[i].bytes) *
-                      static_cast<double>(std::max<int64_t>(0, next - r.memory[i].time_ns));
-    }
-    EXPECT_NEAR(span_area, counter_area, 1e-4 * counter_area) << f.file << " " << GetParam();
   }
 }
 
