@@ -2,7 +2,9 @@
 // driver API, and checks every byte: eight 32 MiB buffers on a 64 MiB
 // simcuda device. Without cuswap the third allocation fails; with a budget
 // every buffer is allocated, written by a kernel and read back by a kernel
-// and by a copy. Prints one line per figure. An optional argument sets every
+// and by a copy. Each 8-byte word of each buffer holds its own value
+// (word_pattern), so bytes brought back to a wrong offset or into another
+// buffer are counted. Prints one line per figure. An optional argument sets every
 // kernel's virtual duration in ns (default 1000).
 #include <cuda.h>
 
@@ -41,18 +43,19 @@ int main(int argc, char** argv) {
       break;
     }
     buffers.push_back(p);
-    if (launch_fill(k, nullptr, p, kBytes, 0x40 + i, kernel_ns) != CUDA_SUCCESS) std::puts("fill failed");
+    if (launch_fill_words(k, nullptr, p, kBytes, 0x40 + i, kernel_ns) != CUDA_SUCCESS)
+      std::puts("fill failed");
   }
   std::printf("allocated %zu of %d\n", buffers.size(), kBuffers);
   int failures = 0;
   for (size_t i = 0; i < buffers.size(); ++i)
-    failures += launch_check(k, nullptr, buffers[i], kBytes, 0x40 + i, counter, kernel_ns) != CUDA_SUCCESS;
+    failures += launch_check_words(k, nullptr, buffers[i], kBytes, static_cast<uint32_t>(0x40 + i),
+                                   counter, kernel_ns) != CUDA_SUCCESS;
   std::vector<unsigned char> host(kBytes);
   size_t wrong = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     failures += cuMemcpyDtoH(host.data(), buffers[i], kBytes) != CUDA_SUCCESS;
-    for (unsigned char byte : host)
-      wrong += byte != 0x40 + i;
+    wrong += pattern_mismatches(host.data(), kBytes, static_cast<uint32_t>(0x40 + i));
   }
   uint64_t mismatched = 0;
   failures += cuMemcpyDtoH(&mismatched, counter, 8) != CUDA_SUCCESS;

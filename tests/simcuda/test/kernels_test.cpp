@@ -1,13 +1,18 @@
 // Kernels: modules, parameter layout, launches, and faults that break the
 // context for good.
 #include <cstring>
+#include <vector>
 
 #include "tests/simcuda/test/fixture.h"
 
 namespace {
 
 using Kernels = SimTest;
+using simcuda::testkit::launch_check_words;
+using simcuda::testkit::launch_copy;
 using simcuda::testkit::launch_fill;
+using simcuda::testkit::launch_fill_words;
+using simcuda::testkit::pattern_mismatches;
 
 uint64_t k_noop(void**, simcuda_launch*) {
   return 100;
@@ -111,6 +116,32 @@ TEST_F(Kernels, LaunchKernelExCooperativeAndByValueStructs) {
   ASSERT_CU(cuCtxSynchronize());
   EXPECT_EQ(mismatches(p, 1024, 0x12), 0u);
   EXPECT_EQ(stats().kernels, 2u);
+}
+
+// fill_words gives each 8-byte word its own value: a copy moved by one
+// word, or from the buffer of another seed, is wrong everywhere, not only
+// at its edges; a tail shorter than a word is filled and checked too.
+TEST_F(Kernels, WordPatternsShowBytesAtTheWrongOffset) {
+  start();
+  constexpr uint64_t kBytes = 4096 + 5;
+  CUdeviceptr a = alloc(kBytes), b = alloc(kBytes), bad = alloc(8);
+  ASSERT_CU(cuMemsetD8(bad, 0, 8));
+  ASSERT_CU(launch_fill_words(k, nullptr, a, kBytes, 7));
+  ASSERT_CU(launch_check_words(k, nullptr, a, kBytes, 7, bad));
+  std::vector<unsigned char> host(kBytes);
+  ASSERT_CU(cuMemcpyDtoH(host.data(), a, kBytes));
+  EXPECT_EQ(pattern_mismatches(host.data(), kBytes, 7), 0u);
+  EXPECT_GT(pattern_mismatches(host.data(), kBytes, 8), kBytes * 9 / 10) << "another seed";
+  uint64_t seen = 1;
+  ASSERT_CU(cuMemcpyDtoH(&seen, bad, 8));
+  EXPECT_EQ(seen, 0u);
+  // b = a moved by one word: nearly every byte differs.
+  ASSERT_CU(launch_fill_words(k, nullptr, b, kBytes, 7));
+  ASSERT_CU(launch_copy(k, nullptr, b + 8, a, kBytes - 8));
+  ASSERT_CU(launch_check_words(k, nullptr, b, kBytes, 7, bad));
+  ASSERT_CU(cuMemcpyDtoH(&seen, bad, 8));
+  EXPECT_GT(seen, (kBytes - 8) * 9 / 10);
+  EXPECT_NE(simcuda::testkit::word_pattern(7, 0), simcuda::testkit::word_pattern(7, 1));
 }
 
 TEST_F(Kernels, DeclaredAccessOutsideAllocationFaultsAndStaysBroken) {
