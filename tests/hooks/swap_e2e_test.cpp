@@ -79,6 +79,22 @@ TEST_P(SwapModes, EveryBufferFitsAndEveryByteSurvives) {
   expect_evictions(r);
 }
 
+// A budget well below the device's memory: the device would take more, so
+// only cuswap's own accounting keeps the peak simcuda measures under it.
+TEST_P(SwapModes, ABudgetBelowTheDevicesMemoryBoundsItsPeak) {
+  const std::string simcuda_conf = std::string("memory:64MiB,host_vmm:") + GetParam();
+  ProgramResult r =
+      run_program({PROG_OVERSUBSCRIBE}, environment("budget:40MiB,stats:true", simcuda_conf, true));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_lines(r, {"total 40 MiB", "allocated 8 of 8", "wrong bytes read back 0",
+                   "wrong bytes seen by kernels 0", "failures 0", "hazards 0"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("peak device MiB ([0-9]+)"))) << r.out;
+  EXPECT_LE(std::stoi(m[1]), 40) << r.out;
+  EXPECT_GE(std::stoi(m[1]), 32) << r.out;  // one 32 MiB buffer at a time
+  expect_evictions(r);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SwapModes, ::testing::Values("true", "false"));
 
 // The value of `"key": N` in a JSON text, or -1.
