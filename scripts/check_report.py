@@ -74,6 +74,18 @@ def self_contained(name, text, root):
         fail(f"{name}: its style loads something")
 
 
+def checked_page(cuswap, args, page):
+    """The report of `args` in `page`, parsed and checked to be self-contained; None on failure."""
+    text = report(cuswap, args, page)
+    if text is None:
+        return None, None
+    root = parse(page.name, text)
+    if root is None:
+        return None, None
+    self_contained(page.name, text, root)
+    return text, root
+
+
 def texts(root):
     return [" ".join(el.itertext()) for el in root.iter()]
 
@@ -86,13 +98,9 @@ def check_page(cuswap, data, out):
     ]
     for trace in traces:
         page = out / (trace.name + ".html")
-        text = report(cuswap, [str(trace), "--budget", "50%", "--link", "pcie4"], page)
-        if text is None:
-            continue
-        root = parse(page.name, text)
+        text, root = checked_page(cuswap, [str(trace), "--budget", "50%", "--link", "pcie4"], page)
         if root is None:
             continue
-        self_contained(page.name, text, root)
         compare = subprocess.run([cuswap, "compare", str(trace), "--budget", "50%", "--link",
                                   "pcie4", "--json"], capture_output=True, text=True, check=True)
         expected = json.loads(compare.stdout)
@@ -133,13 +141,9 @@ def check_page(cuswap, data, out):
         hostile = out / ("hostile-" + source.name.replace(".gz", ""))
         hostile.write_text(json.dumps(doc))
         page = out / (hostile.name + ".html")
-        text = report(cuswap, [str(hostile), "--budget", "50%"], page)
-        if text is None:
-            continue
-        root = parse(page.name, text)
+        _, root = checked_page(cuswap, [str(hostile), "--budget", "50%"], page)
         if root is None:
             continue
-        self_contained(page.name, text, root)
         scripts = root.findall(".//script")
         if len(scripts) != 2:
             fail(f"{page.name}: {len(scripts)} script elements, expected cuswap's 2")
