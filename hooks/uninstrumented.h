@@ -3,4 +3,4 @@
 // instrumented: its shadow memory does not exist yet.
 #pragma once
 
-#define CUSWAP_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+#define CUSWAP_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "thread")))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test, checks a plain Release build's install
 # (scripts/install-check.sh), then runs the sanitizer (ASan+UBSan) build's
-# tests. Exits non-zero on any failure.
+# tests, and the threaded tests built with ThreadSanitizer (the shim
+# preloaded into threaded programs among them). Exits non-zero on any
+# failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -19,3 +21,8 @@ echo "== build (asan)"
 scripts/build.sh asan
 echo "== test (asan)"
 ctest --preset asan -j "$jobs"
+
+echo "== build (tsan: the threaded tests)"
+scripts/build.sh tsan
+echo "== test (tsan)"
+ctest --preset tsan -j "$jobs"

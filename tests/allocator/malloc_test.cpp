@@ -64,8 +64,9 @@ Env environment(const std::string& preload) {
              {"MALLOC_CONF", ""},
              {"LD_LIBRARY_PATH", SIMCUDA_DIR}};
   if (!preload.empty())
-    env["LD_PRELOAD"] =
-        std::string(ASAN_RUNTIME).empty() ? preload : std::string(ASAN_RUNTIME) + ":" + preload;
+    env["LD_PRELOAD"] = std::string(SANITIZER_RUNTIME).empty()
+                            ? preload
+                            : std::string(SANITIZER_RUNTIME) + ":" + preload;
   return env;
 }
 

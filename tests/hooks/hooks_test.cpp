@@ -29,9 +29,9 @@ Env plain(const std::string& simcuda_conf = "") {
 
 Env with_cuswap(const std::string& cuswap_conf, const std::string& simcuda_conf = "") {
   Env env = plain(simcuda_conf);
-  env["LD_PRELOAD"] = std::string(ASAN_RUNTIME).empty()
+  env["LD_PRELOAD"] = std::string(SANITIZER_RUNTIME).empty()
                           ? std::string(CUSWAP_SHIM)
-                          : std::string(ASAN_RUNTIME) + ":" + CUSWAP_SHIM;
+                          : std::string(SANITIZER_RUNTIME) + ":" + CUSWAP_SHIM;
   env["CUSWAP_CONF"] = cuswap_conf;
   return env;
 }

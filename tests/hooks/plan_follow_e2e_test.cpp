@@ -27,9 +27,9 @@ constexpr const char* kBudget = "budget:48MiB,link:pcie3";
 Env environment(const std::string& cuswap_conf) {
   Env env = {
       {"CUSWAP_CONF", cuswap_conf}, {"SIMCUDA_CONF", kSimcuda}, {"LD_LIBRARY_PATH", SIMCUDA_DIR}};
-  env["LD_PRELOAD"] = std::string(ASAN_RUNTIME).empty()
+  env["LD_PRELOAD"] = std::string(SANITIZER_RUNTIME).empty()
                           ? std::string(CUSWAP_SHIM)
-                          : std::string(ASAN_RUNTIME) + ":" + CUSWAP_SHIM;
+                          : std::string(SANITIZER_RUNTIME) + ":" + CUSWAP_SHIM;
   return env;
 }
 

@@ -31,9 +31,9 @@ Env environment(const std::string& cuswap_conf, const std::string& simcuda_conf,
              {"LD_LIBRARY_PATH", SIMCUDA_DIR},
              {"LD_PRELOAD", ""}};
   if (shim)
-    env["LD_PRELOAD"] = std::string(ASAN_RUNTIME).empty()
+    env["LD_PRELOAD"] = std::string(SANITIZER_RUNTIME).empty()
                             ? std::string(CUSWAP_SHIM)
-                            : std::string(ASAN_RUNTIME) + ":" + CUSWAP_SHIM;
+                            : std::string(SANITIZER_RUNTIME) + ":" + CUSWAP_SHIM;
   return env;
 }
 
@@ -211,7 +211,7 @@ TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
 
 // The sanitizer's runtime first, where the shim is built with it.
 std::string with_sanitizer(const std::string& preload) {
-  const std::string asan = ASAN_RUNTIME;
+  const std::string asan = SANITIZER_RUNTIME;
   if (asan.empty()) return preload;
   return preload.empty() ? asan : asan + ":" + preload;
 }
