@@ -136,9 +136,19 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       break;
     }
     r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && wait_for_room()) {
-      r = CUDA_SUCCESS;
-      continue;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && active_uses_ > 0 && held_) {
+      // What it took goes back before it waits: the uses it waits for may
+      // need those pages, and no page is held outside the allocator's
+      // lists while the lock is free (Note [What always holds between
+      // operations]).
+      if (after)
+        give_donated(dev, out, *after);
+      else
+        give_pages(dev, out);
+      if (wait_for_room()) {
+        r = CUDA_SUCCESS;
+        continue;
+      }
     }
     if (r != CUDA_SUCCESS) break;
     if (dev.page_pool.empty() && dev.device_bytes + dev.granularity > dev.budget_bytes) {
@@ -162,29 +172,65 @@ void Allocator::give_pages(Device& dev, std::vector<PageHandle>& pages) noexcept
       if (driver_.cuMemRelease(page) == CUDA_SUCCESS) {
         dev.device_bytes -= dev.granularity;
         stats_.device_bytes -= dev.granularity;
+      } else {
+        dev.lost_device_bytes += dev.granularity;
       }
     }
   }
   pages.clear();
 }
 
-CUresult Allocator::map_pages(Device& dev, uintptr_t base,
-                              const std::vector<PageHandle>& pages) noexcept {
-  for (size_t i = 0; i < pages.size(); ++i) {
-    CUresult r = driver_.cuMemMap(base + i * dev.granularity, dev.granularity, 0, pages[i], 0);
-    if (r == CUDA_SUCCESS) continue;
-    for (size_t j = i; j-- > 0;)
-      (void)driver_.cuMemUnmap(base + j * dev.granularity, dev.granularity);
-    return r;
-  }
+MappedRange::MappedRange(const Driver& driver, const Allocator::Device& dev) noexcept
+    : driver_(driver), dev_(dev) {}
+
+MappedRange::MappedRange(const Driver& driver, const Allocator::Device& dev, uintptr_t base,
+                         uint64_t bytes) noexcept
+    : driver_(driver), dev_(dev), base_(base), bytes_(bytes) {}
+
+CUresult MappedRange::reserve(uint64_t bytes) noexcept {
+  CUdeviceptr base = 0;
+  CUresult r = driver_.cuMemAddressReserve(&base, bytes, dev_.granularity, 0, 0);
+  if (r != CUDA_SUCCESS) return r;
+  base_ = base;
+  bytes_ = bytes;
+  owned_ = true;
   return CUDA_SUCCESS;
 }
 
-CUresult Allocator::set_access(Device& dev, uintptr_t base, uint64_t size_bytes) noexcept {
+CUresult MappedRange::map(std::span<const PageHandle> pages) noexcept {
+  for (PageHandle page : pages) {
+    if (CUresult r = driver_.cuMemMap(base_ + mapped_, dev_.granularity, 0, page, 0);
+        r != CUDA_SUCCESS)
+      return r;
+    mapped_ += dev_.granularity;
+  }
+  return enable();
+}
+
+CUresult MappedRange::map(PageHandle whole) noexcept {
+  if (CUresult r = driver_.cuMemMap(base_, bytes_, 0, whole, 0); r != CUDA_SUCCESS) return r;
+  mapped_ = bytes_;
+  return enable();
+}
+
+CUresult MappedRange::enable() noexcept {
   CUmemAccessDesc access{};
-  access.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev.ordinal};
+  access.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev_.ordinal};
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return driver_.cuMemSetAccess(base, size_bytes, &access, 1);
+  return driver_.cuMemSetAccess(base_, mapped_, &access, 1);
+}
+
+uintptr_t MappedRange::commit() noexcept {
+  mapped_ = 0;
+  owned_ = false;
+  return base_;
+}
+
+void MappedRange::undo() noexcept {
+  if (mapped_ > 0) (void)driver_.cuMemUnmap(base_, mapped_);
+  mapped_ = 0;
+  if (owned_) (void)driver_.cuMemAddressFree(base_, bytes_);
+  owned_ = false;
 }
 
 // Gives back the pages of the oldest cached free range, waiting for its
@@ -197,7 +243,10 @@ bool Allocator::reclaim_cached(Device& dev) noexcept {
       if (event && !event->done) (void)driver_.cuEventSynchronize(event->event);
     release_event(range.after);
     release_event(range.pending);
-    if (driver_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) continue;  // leaked
+    if (driver_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) {
+      dev.lost_device_bytes += range.pages.size() * dev.granularity;
+      continue;
+    }
     (void)driver_.cuMemAddressFree(range.base, range.range_bytes);
     give_pages(dev, range.pages);
     return true;
@@ -276,6 +325,20 @@ void Allocator::cache_host_copy(Device& dev, const HostCopy& copy) noexcept {
   }
 }
 
+// The one way a host copy nothing reads any more goes back: a block of
+// the stash to the stash, a host allocation to the cache.
+void Allocator::give_host_copy_back(Device& dev, void* stash, uint64_t stash_bytes,
+                                    const HostCopy& host) noexcept {
+  if (stash) {
+    stats_.host_bytes -= stash_bytes;
+    dev.stash->release(stash);
+  }
+  if (host.handle) {
+    stats_.host_bytes -= host.size_bytes;
+    cache_host_copy(dev, host);
+  }
+}
+
 // Host copies whose prefetch copy is done go back to the stash or cache.
 void Allocator::collect_host_releases(Device& dev, bool wait) noexcept {
   auto& releases = dev.host_releases;
@@ -287,14 +350,7 @@ void Allocator::collect_host_releases(Device& dev, bool wait) noexcept {
       ++i;
       continue;
     }
-    if (release.stash) {
-      stats_.host_bytes -= release.stash_bytes;
-      dev.stash->release(release.stash);
-    }
-    if (release.host.handle) {
-      stats_.host_bytes -= release.host.size_bytes;
-      cache_host_copy(dev, release.host);
-    }
+    give_host_copy_back(dev, release.stash, release.stash_bytes, release.host);
     releases[i] = releases.back();
     releases.pop_back();
   }

@@ -74,21 +74,14 @@ CUresult Allocator::take_host_copy(Device& dev, Block& block) noexcept {
       copy.size_bytes = block.range_bytes;
       r = driver_.cuMemCreate(&copy.handle, copy.size_bytes, &prop, 0);
       if (r != CUDA_SUCCESS) return host_exhausted(dev, r);
-      CUdeviceptr window = 0;
-      r = driver_.cuMemAddressReserve(&window, copy.size_bytes, dev.granularity, 0, 0);
-      if (r == CUDA_SUCCESS) {
-        copy.window = window;
-        r = driver_.cuMemMap(window, copy.size_bytes, 0, copy.handle, 0);
-        if (r == CUDA_SUCCESS) {
-          r = set_access(dev, window, copy.size_bytes);
-          if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(window, copy.size_bytes);
-        }
-        if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(window, copy.size_bytes);
-      }
-      if (r != CUDA_SUCCESS) {
+      MappedRange window(driver_, dev);
+      if ((r = window.reserve(copy.size_bytes)) != CUDA_SUCCESS ||
+          (r = window.map(copy.handle)) != CUDA_SUCCESS) {
+        window.undo();
         (void)driver_.cuMemRelease(copy.handle);
         return host_exhausted(dev, r);
       }
+      copy.window = window.commit();
       block.host = copy;
     }
     stats_.host_bytes += block.host.size_bytes;
@@ -124,17 +117,18 @@ CUresult Allocator::host_exhausted(Device& dev, CUresult r) noexcept {
 // Gives `block`'s host copy back at once (nothing reads it) and leaves the
 // block resident.
 void Allocator::release_host_copy(Device& dev, Block& block) noexcept {
-  if (block.stash) {
-    stats_.host_bytes -= block.size_bytes;
-    dev.stash->release(block.stash);
-    block.stash = nullptr;
-  }
-  if (block.host.handle) {
-    stats_.host_bytes -= block.host.size_bytes;
-    cache_host_copy(dev, block.host);
-    block.host = {};
-  }
+  give_host_copy_back(dev, block.stash, block.size_bytes, block.host);
+  block.stash = nullptr;
+  block.host = {};
   block.residency = Residency::resident;
+}
+
+// Maps `block`'s host copy at its range; false when it cannot.
+bool Allocator::map_host_copy(Device& dev, Block& block) noexcept {
+  MappedRange range(driver_, dev, block.base, block.range_bytes);
+  if (range.map(block.host.handle) != CUDA_SUCCESS) return false;
+  range.commit();
+  return true;
 }
 
 // The eviction copy of `block` is done: its pages come back; with host
@@ -147,16 +141,9 @@ bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
     return false;
   }
   give_pages(dev, block.pages);
-  if (block.host.handle) {
-    CUresult m = driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0);
-    if (m == CUDA_SUCCESS) {
-      m = set_access(dev, block.base, block.range_bytes);
-      if (m != CUDA_SUCCESS) (void)driver_.cuMemUnmap(block.base, block.range_bytes);
-    }
-    // Without the mapping the bytes are still in the host copy: the range
-    // stays unmapped until the next use brings them back.
-    block.range_on_host = m == CUDA_SUCCESS;
-  }
+  // Without the mapping the bytes are still in the host copy: the range
+  // stays unmapped until the next use brings them back.
+  if (block.host.handle) block.range_on_host = map_host_copy(dev, block);
   release_event(block.last_use);
   for (SharedEvent*& wait : block.waits.events)
     release_event(wait);
@@ -172,78 +159,96 @@ bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
   return true;
 }
 
+// Evicts `victims` in three phases; each leaves every victim where its
+// bytes are valid if it fails.
 CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
-  // 1. A host copy for each victim; stop at the first that cannot have one.
+  // 1. A host copy for each victim, or for none.
   size_t ready = 0;
   CUresult r = CUDA_SUCCESS;
   for (; ready < victims.size(); ++ready)
     if ((r = take_host_copy(dev, *victims[ready])) != CUDA_SUCCESS) break;
-  // 2. The copies, each after its buffer's last use, then one wait for all.
+  // 2. The copies out, each after its buffer's last use, then one wait for all.
   size_t queued = 0;
-  for (; queued < ready && r == CUDA_SUCCESS; ++queued) {
-    Block& block = *victims[queued];
-    for (SharedEvent* event : {block.last_use, block.waits.events[0], block.waits.events[1]}) {
-      if (event && !event->done &&
-          (r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event, 0)) != CUDA_SUCCESS)
-        break;
-    }
-    if (r != CUDA_SUCCESS) break;
-    if (observer_) block.evict_queued_ns = observer_->clock_ns();
-    r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
-                                                   dev.evict_stream)
-                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.size_bytes,
-                                                   dev.evict_stream);
-    if (r != CUDA_SUCCESS) break;
+  if (r == CUDA_SUCCESS) r = copy_out(dev, victims, queued);
+  if (r != CUDA_SUCCESS) {
+    abandon_evictions(dev, victims.first(ready), queued);
+    return r;
   }
-  CUresult copied = r;
-  if (queued > 0) {
-    CUresult s = driver_.cuStreamSynchronize(dev.evict_stream);
-    if (copied == CUDA_SUCCESS) copied = s;
-  }
-  const uint64_t copied_ns = observer_ ? observer_->clock_ns() : 0;
-  if (copied != CUDA_SUCCESS) {
-    // Nothing moved: every victim stays resident with its bytes. Copies
-    // already queued may still be reading them, so their next uses wait for
-    // the eviction stream, and their host copies go back only after it.
-    SharedEvent* drained = queued > 0 ? record_event(dev, dev.evict_stream) : nullptr;
-    for (size_t i = 0; i < ready; ++i) {
-      Block& block = *victims[i];
-      if (i < queued && drained) {
-        for (SharedEvent*& wait : block.waits.events)
-          release_event(wait);
-        retain_event(drained);
-        block.waits.events[0] = drained;
-        try {
-          dev.host_releases.push_back(
-              {block.stash, block.stash ? block.size_bytes : 0, block.host, drained});
-          retain_event(drained);
-          block.stash = nullptr;
-          block.host = {};
-        } catch (...) {
-          (void)driver_.cuEventSynchronize(drained->event);
-        }
-        block.residency = Residency::resident;
-      } else if (i < queued) {
-        // No event either: the host copy cannot be known to be free; keep it.
-        block.stash = nullptr;
-        block.host = {};
-        block.residency = Residency::resident;
-      } else {
-        release_host_copy(dev, block);
-      }
-    }
-    release_event(drained);
-    return copied == CUDA_SUCCESS ? r : copied;
-  }
-  for (size_t i = queued; i < ready; ++i)
-    release_host_copy(dev, *victims[i]);
   // 3. The pages come back; with host memory mapping, the range moves onto
   // the host copy.
+  const uint64_t copied_ns = observer_ ? observer_->clock_ns() : 0;
   size_t evicted = 0;
-  for (size_t i = 0; i < queued; ++i)
-    evicted += land_eviction(dev, *victims[i], EvictReason::budget, copied_ns) ? 1 : 0;
-  if (evicted == 0) return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
-  return CUDA_SUCCESS;
+  for (Block* block : victims)
+    evicted += land_eviction(dev, *block, EvictReason::budget, copied_ns) ? 1 : 0;
+  return evicted == 0 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+// Queues `block`'s copy to its host copy on the eviction stream, after its
+// last use and whatever it waits for.
+CUresult Allocator::queue_copy_out(Device& dev, Block& block) noexcept {
+  for (SharedEvent* event : {block.last_use, block.waits.events[0], block.waits.events[1]}) {
+    if (!event || event->done) continue;
+    if (CUresult r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event, 0);
+        r != CUDA_SUCCESS)
+      return r;
+  }
+  if (observer_) block.evict_queued_ns = observer_->clock_ns();
+  return block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
+                                                    dev.evict_stream)
+                     : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.size_bytes,
+                                                    dev.evict_stream);
+}
+
+// Phase 2 of evict(): every victim's copy queued (`queued` counts those
+// that were), then waited for.
+CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& queued) noexcept {
+  CUresult r = CUDA_SUCCESS;
+  for (; queued < victims.size(); ++queued)
+    if ((r = queue_copy_out(dev, *victims[queued])) != CUDA_SUCCESS) break;
+  if (queued > 0) {
+    CUresult s = driver_.cuStreamSynchronize(dev.evict_stream);
+    if (r == CUDA_SUCCESS) r = s;
+  }
+  return r;
+}
+
+// Phase 2 failed: nothing moved, and every victim in `ready` (with a host
+// copy) stays resident with its bytes. The first `queued` copies may still
+// be reading them, so their next uses wait for the eviction stream, and
+// their host copies go back only after it.
+void Allocator::abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept {
+  SharedEvent* drained = queued > 0 ? record_event(dev, dev.evict_stream) : nullptr;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    Block& block = *ready[i];
+    if (i >= queued) {
+      release_host_copy(dev, block);
+      continue;
+    }
+    block.residency = Residency::resident;
+    if (!drained) {
+      // No event either: the host copy cannot be known to be free; keep it.
+      dev.lost_host_bytes += block.stash ? block.size_bytes : block.host.size_bytes;
+      block.stash = nullptr;
+      block.host = {};
+      continue;
+    }
+    for (SharedEvent*& wait : block.waits.events)
+      release_event(wait);
+    retain_event(drained);
+    block.waits.events[0] = drained;
+    try {
+      dev.host_releases.push_back(
+          {block.stash, block.stash ? block.size_bytes : 0, block.host, drained});
+      retain_event(drained);
+      block.stash = nullptr;
+      block.host = {};
+    } catch (...) {
+      // Not queued: wait for the copies, then nothing reads it.
+      (void)driver_.cuEventSynchronize(drained->event);
+      release_host_copy(dev, block);
+    }
+  }
+  release_event(drained);
 }
 
 // Brings `block` back for a use on `stream`: pages mapped at its range, the
@@ -282,22 +287,14 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     }
     block.range_on_host = false;
   }
+  // On failure the range goes back onto the host copy, where it was.
+  MappedRange range(driver_, dev, block.base, block.range_bytes);
   auto back_to_host = [&]() {
+    range.undo();
     give_donated(dev, pages, donor);
-    if (block.host.handle &&
-        driver_.cuMemMap(block.base, block.range_bytes, 0, block.host.handle, 0) == CUDA_SUCCESS) {
-      if (set_access(dev, block.base, block.range_bytes) == CUDA_SUCCESS)
-        block.range_on_host = true;
-      else
-        (void)driver_.cuMemUnmap(block.base, block.range_bytes);
-    }
+    if (block.host.handle) block.range_on_host = map_host_copy(dev, block);
   };
-  if ((r = map_pages(dev, block.base, pages)) != CUDA_SUCCESS) {
-    back_to_host();
-    return r;
-  }
-  if ((r = set_access(dev, block.base, block.range_bytes)) != CUDA_SUCCESS) {
-    (void)driver_.cuMemUnmap(block.base, block.range_bytes);
+  if ((r = range.map(pages)) != CUDA_SUCCESS) {
     back_to_host();
     return r;
   }
@@ -320,7 +317,6 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   if (!copied) {
     // The bytes are still only in the host copy: undo the mapping.
     if (r == CUDA_SUCCESS) (void)driver_.cuStreamSynchronize(dev.prefetch_stream);
-    (void)driver_.cuMemUnmap(block.base, block.range_bytes);
     back_to_host();
     return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
   }
@@ -330,6 +326,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
       (void)driver_.cuEventSynchronize(copied->event);
     }
   }
+  range.commit();
   block.pages = std::move(pages);
   release_event(donor);
   stats_.bytes_to_device += bytes;

@@ -43,20 +43,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (CUresult r = take_host_copy(dev, block); r != CUDA_SUCCESS) return r;
-  CUresult r = CUDA_SUCCESS;
-  for (SharedEvent* event : {block.last_use, block.waits.events[0], block.waits.events[1]}) {
-    if (event && !event->done &&
-        (r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event, 0)) != CUDA_SUCCESS)
-      break;
-  }
-  if (r == CUDA_SUCCESS) {
-    if (observer_) block.evict_queued_ns = observer_->clock_ns();
-    r = block.stash ? driver_.cuMemcpyDtoHAsync_v2(block.stash, block.base, block.size_bytes,
-                                                   dev.evict_stream)
-                    : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.size_bytes,
-                                                   dev.evict_stream);
-  }
-  if (r != CUDA_SUCCESS) {
+  if (CUresult r = queue_copy_out(dev, block); r != CUDA_SUCCESS) {
     // A wait may be queued but no copy: nothing reads the host copy.
     release_host_copy(dev, block);
     return r;
@@ -66,6 +53,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     // Cannot tell when it is done: wait for it and land it now.
     if (driver_.cuStreamSynchronize(dev.evict_stream) != CUDA_SUCCESS) {
       // The copy's fate is unknown: keep the host copy out of reuse.
+      dev.lost_host_bytes += block.stash ? block.size_bytes : block.host.size_bytes;
       block.stash = nullptr;
       block.host = {};
       block.residency = Residency::resident;

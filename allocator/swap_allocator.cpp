@@ -178,21 +178,13 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
   CUresult r =
       take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {}, true, &donor);
   if (r != CUDA_SUCCESS) return r;
-  CUdeviceptr base = 0;
-  r = driver_.cuMemAddressReserve(&base, range_bytes, dev.granularity, 0, 0);
-  if (r == CUDA_SUCCESS) {
-    r = map_pages(dev, base, pages);
-    if (r == CUDA_SUCCESS) {
-      r = set_access(dev, base, range_bytes);
-      if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(base, range_bytes);
-    }
-    if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(base, range_bytes);
-  }
-  if (r != CUDA_SUCCESS) {
+  MappedRange range(driver_, dev);
+  if ((r = range.reserve(range_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
+    range.undo();
     give_donated(dev, pages, donor);
     return r;
   }
-  block->base = base;
+  block->base = range.commit();
   block->pages = std::move(pages);
   block->waits.events[0] = donor;
   ++stats_.allocations_large;
@@ -211,22 +203,16 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
 // anything is evicted for it.
 CUresult Allocator::allocate_on_host(Device& dev, Block& block) noexcept {
   if (!dev.host_vmm) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUdeviceptr base = 0;
-  CUresult r = driver_.cuMemAddressReserve(&base, block.range_bytes, dev.granularity, 0, 0);
+  MappedRange range(driver_, dev);
+  CUresult r = range.reserve(block.range_bytes);
   if (r != CUDA_SUCCESS) return r;
-  block.base = base;
-  if ((r = take_host_copy(dev, block)) == CUDA_SUCCESS) {
-    r = driver_.cuMemMap(base, block.range_bytes, 0, block.host.handle, 0);
-    if (r == CUDA_SUCCESS) {
-      r = set_access(dev, base, block.range_bytes);
-      if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(base, block.range_bytes);
-    }
-    if (r != CUDA_SUCCESS) release_host_copy(dev, block);
-  }
-  if (r != CUDA_SUCCESS) {
-    (void)driver_.cuMemAddressFree(base, block.range_bytes);
+  if ((r = take_host_copy(dev, block)) != CUDA_SUCCESS) return r;
+  if ((r = range.map(block.host.handle)) != CUDA_SUCCESS) {
+    range.undo();
+    release_host_copy(dev, block);
     return r;
   }
+  block.base = range.commit();
   block.range_on_host = true;
   block.residency = Residency::evicted;
   ++stats_.allocations_large;
@@ -249,22 +235,20 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
     std::vector<PageHandle> pages;
     CUresult r = take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {});
     if (r != CUDA_SUCCESS) return r;
-    CUdeviceptr base = 0;
-    r = driver_.cuMemAddressReserve(&base, slab_bytes, dev.granularity, 0, 0);
-    if (r == CUDA_SUCCESS) {
-      r = map_pages(dev, base, pages);
-      if (r == CUDA_SUCCESS) {
-        r = set_access(dev, base, slab_bytes);
-        if (r != CUDA_SUCCESS) (void)driver_.cuMemUnmap(base, slab_bytes);
-      }
-      if (r != CUDA_SUCCESS) (void)driver_.cuMemAddressFree(base, slab_bytes);
-    }
-    if (r != CUDA_SUCCESS) {
+    MappedRange range(driver_, dev);
+    if ((r = range.reserve(slab_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
+      range.undo();
       give_pages(dev, pages);
       return r;
     }
+    const uintptr_t base = range.commit();
     try {
       dev.slabs.emplace_back(base, slab_bytes);
+    } catch (...) {
+      dev.lost_device_bytes += slab_bytes;  // the slab stays mapped, unused
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    try {
       free_list.reserve(free_list.size() + slab_bytes / class_bytes);
     } catch (...) {
       return CUDA_ERROR_OUT_OF_MEMORY;  // the slab stays mapped, unused
@@ -367,37 +351,35 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
       if (after && !after->done) (void)driver_.cuEventSynchronize(after->event);
       (void)driver_.cuMemUnmap(block->base, block->range_bytes);
     }
-    if (block->stash) {
-      stats_.host_bytes -= block->size_bytes;
-      dev.stash->release(block->stash);
-    }
-    if (block->host.handle) {
-      stats_.host_bytes -= block->host.size_bytes;
-      cache_host_copy(dev, block->host);
-    }
+    give_host_copy_back(dev, block->stash, block->size_bytes, block->host);
     (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
     return;
   }
   try {
-    FreeRange range;
-    range.base = block->base;
-    range.range_bytes = block->range_bytes;
-    range.pages = std::move(block->pages);
-    range.after = after;
-    range.pending = pending;
-    range.stream = stream;
-    range.stream_ordered = ordered;
-    dev.free_ranges.push_back(std::move(range));
+    dev.free_ranges.reserve(dev.free_ranges.size() + 1);
   } catch (...) {
     // Cannot keep it cached: wait for it and let it go now.
     if (after && after->event) (void)driver_.cuEventSynchronize(after->event);
     if (pending && pending->event) (void)driver_.cuEventSynchronize(pending->event);
     release_event(after);
     release_event(pending);
-    (void)driver_.cuMemUnmap(block->base, block->range_bytes);
+    if (driver_.cuMemUnmap(block->base, block->range_bytes) != CUDA_SUCCESS) {
+      dev.lost_device_bytes += block->pages.size() * dev.granularity;
+      return;
+    }
     (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
     give_pages(dev, block->pages);
+    return;
   }
+  FreeRange range;
+  range.base = block->base;
+  range.range_bytes = block->range_bytes;
+  range.pages = std::move(block->pages);
+  range.after = after;
+  range.pending = pending;
+  range.stream = stream;
+  range.stream_ordered = ordered;
+  dev.free_ranges.push_back(std::move(range));  // reserved above
 }
 
 CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
@@ -438,7 +420,8 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
 // take their pages, waits for a finish (kRoomWait at a time, at most
 // kRoomWaits times), and starts again. With no use in flight nothing is
 // pinned but its own, so it is out of memory. An allocation holds no pins
-// and waits inside take_pages (wait_for_room).
+// and waits inside take_pages (wait_for_room), after giving back the pages
+// it took so far, for the same reason.
 bool Allocator::wait_for_others(std::unique_lock<std::mutex>& lock, int attempt) noexcept {
   constexpr int kRoomWaits = 1000;
   constexpr auto kRoomWait = std::chrono::milliseconds(10);

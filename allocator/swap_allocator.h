@@ -172,6 +172,11 @@ class Allocator {
   // application's own allocation found none); the bytes released.
   uint64_t release_cached(int ordinal) noexcept;
 
+  // What does not agree with itself (Note [What always holds between
+  // operations], allocator/invariants.cpp), a line each; empty when all
+  // holds. The tests run it after every step.
+  std::string check() noexcept;
+
   SwapStats stats() noexcept;
   Residency residency(uintptr_t base) noexcept;  // resident for addresses it does not own
 
@@ -199,26 +204,24 @@ class Allocator {
   SwapObserver* observer_ = nullptr;
 
   // allocator/swap_allocator.cpp
-  CUresult current_device(int& ordinal) noexcept;
-  CUresult device(int ordinal, Device*& out) noexcept;
-  CUresult allocate_large(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
-                          Block*& out) noexcept;
-  CUresult allocate_on_host(Device& dev, Block& block) noexcept;
-  CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
-                          Block*& out) noexcept;
+  [[nodiscard]] CUresult current_device(int& ordinal) noexcept;
+  [[nodiscard]] CUresult device(int ordinal, Device*& out) noexcept;
+  [[nodiscard]] CUresult allocate_large(Device& dev, uint64_t size_bytes, CUstream stream,
+                                        bool ordered, Block*& out) noexcept;
+  [[nodiscard]] CUresult allocate_on_host(Device& dev, Block& block) noexcept;
+  [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
+                                        bool ordered, Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
 
   // allocator/device_pages.cpp
-  CUresult init_device(Device& dev, int ordinal) noexcept;
+  [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;
   // Cached memory back to the driver until `keep_bytes` are held (pools.cpp).
   [[nodiscard]] CUresult trim_device(Device& dev, uint64_t keep_bytes) noexcept;
-  CUresult take_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
-                      std::span<Block* const> keep, bool may_evict = true,
-                      SharedEvent** after = nullptr) noexcept;
+  [[nodiscard]] CUresult take_pages(Device& dev, size_t count,
+                                    std::vector<CUmemGenericAllocationHandle>& out,
+                                    std::span<Block* const> keep, bool may_evict = true,
+                                    SharedEvent** after = nullptr) noexcept;
   void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
-  CUresult map_pages(Device& dev, uintptr_t base,
-                     const std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
-  CUresult set_access(Device& dev, uintptr_t base, uint64_t size_bytes) noexcept;
   bool reclaim_cached(Device& dev) noexcept;
   SharedEvent* record_event(Device& dev, CUstream stream) noexcept;
   void release_event(SharedEvent*& event) noexcept;
@@ -226,15 +229,22 @@ class Allocator {
   bool event_done(SharedEvent*& event) noexcept;
   void collect_host_releases(Device& dev, bool wait) noexcept;
   void cache_host_copy(Device& dev, const HostCopy& copy) noexcept;
+  void give_host_copy_back(Device& dev, void* stash, uint64_t stash_bytes,
+                           const HostCopy& host) noexcept;
 
   // allocator/eviction.cpp
-  CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep) noexcept;
-  CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
-  CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
-                    PrefetchReason reason, bool may_evict = true) noexcept;
-  CUresult take_host_copy(Device& dev, Block& block) noexcept;
-  CUresult host_exhausted(Device& dev, CUresult r) noexcept;
+  [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed,
+                                   std::span<Block* const> keep) noexcept;
+  [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
+  [[nodiscard]] CUresult queue_copy_out(Device& dev, Block& block) noexcept;
+  [[nodiscard]] CUresult copy_out(Device& dev, std::span<Block*> victims, size_t& queued) noexcept;
+  void abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept;
+  [[nodiscard]] CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
+                                  PrefetchReason reason, bool may_evict = true) noexcept;
+  [[nodiscard]] CUresult take_host_copy(Device& dev, Block& block) noexcept;
+  [[nodiscard]] CUresult host_exhausted(Device& dev, CUresult r) noexcept;
   void release_host_copy(Device& dev, Block& block) noexcept;
+  bool map_host_copy(Device& dev, Block& block) noexcept;
   bool land_eviction(Device& dev, Block& block, EvictReason reason, uint64_t copied_ns) noexcept;
 
   // allocator/planned_moves.cpp
@@ -244,8 +254,8 @@ class Allocator {
   void give_donated(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages,
                     SharedEvent*& after) noexcept;
   void cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept;
-  CUresult make_resident(CUstream stream, const UseBuffers& use,
-                         std::span<Block* const> keep) noexcept;
+  [[nodiscard]] CUresult make_resident(CUstream stream, const UseBuffers& use,
+                                       std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;
   bool wait_for_room() noexcept;
   // Note [Waiting for room]: false when no other use is in flight, or after

@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "allocator/host_stash.h"
@@ -118,6 +119,10 @@ struct Allocator::Device {
   std::vector<Allocator::Block*> evicting;            // planned evictions in flight, oldest first
   std::vector<Allocator::SharedEvent*> event_pool;    // free, with their events
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
+  // Memory a failed driver call left where cuswap cannot reuse it: device
+  // pages still counted in device_bytes, host copies still in host_bytes.
+  uint64_t lost_device_bytes = 0;
+  uint64_t lost_host_bytes = 0;
 };
 
 // Makes a device's context current for the scope, if it is not already.
@@ -133,6 +138,43 @@ class ScopedContext {
   const Driver& driver_;
   bool pushed_ = false;
   CUresult status_ = CUDA_SUCCESS;
+};
+
+// Note [Mapping a range]: a range is set up in one order, reserve → map →
+// set access, and a step that fails undoes the ones before it, in reverse.
+// MappedRange is that ladder: each step returns the driver's result, and
+// the destructor undoes what was done unless commit() was called. Given
+// an existing range (the buffer's own, whose address never changes), only
+// its mappings are undone.
+class MappedRange {
+ public:
+  // A new range, reserved by reserve().
+  MappedRange(const Driver& driver, const Allocator::Device& dev) noexcept;
+  // The reserved range [base, base + bytes), kept whatever happens.
+  MappedRange(const Driver& driver, const Allocator::Device& dev, uintptr_t base,
+              uint64_t bytes) noexcept;
+  ~MappedRange() { undo(); }
+  MappedRange(const MappedRange&) = delete;
+  MappedRange& operator=(const MappedRange&) = delete;
+
+  [[nodiscard]] CUresult reserve(uint64_t bytes) noexcept;
+  // One device page per granularity unit, or one allocation over the
+  // whole range; then read and write access for the device.
+  [[nodiscard]] CUresult map(std::span<const PageHandle> pages) noexcept;
+  [[nodiscard]] CUresult map(PageHandle whole) noexcept;
+  // Keeps what was done; the range's base.
+  uintptr_t commit() noexcept;
+  // Undoes what was done now (before the destructor would).
+  void undo() noexcept;
+
+ private:
+  [[nodiscard]] CUresult enable() noexcept;
+  const Driver& driver_;
+  const Allocator::Device& dev_;
+  uintptr_t base_ = 0;
+  uint64_t bytes_ = 0;
+  bool owned_ = false;   // reserve() made it: undo frees it
+  uint64_t mapped_ = 0;  // bytes from base_ mapped so far
 };
 
 // Publishes the holder's lock for wait_for_room() while it is held.

@@ -34,10 +34,23 @@ class SwapTest : public SimTest {
     return s;
   }
 
+  // The allocator agrees with itself (Note [What always holds between
+  // operations]); run after every step.
+  void expect_consistent(const char* after) {
+    const std::string broken = allocator->check();
+    EXPECT_EQ(broken, "") << "after " << after;
+  }
+
   CUdeviceptr swap_alloc(uint64_t bytes, CUstream stream = nullptr, bool ordered = false) {
     CUdeviceptr p = 0;
     EXPECT_CU(allocator->allocate(bytes, stream, ordered, &p));
+    expect_consistent("an allocation");
     return p;
+  }
+  CUresult swap_free(CUdeviceptr p, CUstream stream = nullptr, bool ordered = false) {
+    const CUresult r = allocator->free(p, stream, ordered);
+    expect_consistent("a free");
+    return r;
   }
 
   // A launch or copy as the hooks make it: the allocator prepares the
@@ -46,9 +59,13 @@ class SwapTest : public SimTest {
   CUresult use(CUstream stream, std::vector<uintptr_t> bases, Call&& call) {
     cuswap::UseBuffers buffers;
     buffers.bases = bases;
-    if (CUresult r = allocator->prepare(stream, buffers); r != CUDA_SUCCESS) return r;
+    if (CUresult r = allocator->prepare(stream, buffers); r != CUDA_SUCCESS) {
+      expect_consistent("a failed prepare");
+      return r;
+    }
     CUresult r = call();
     allocator->finish(stream, buffers, r);
+    expect_consistent("a use");
     return r;
   }
   CUresult fill(CUstream s, CUdeviceptr p, uint64_t bytes, uint32_t value) {
@@ -57,6 +74,18 @@ class SwapTest : public SimTest {
   CUresult check(CUstream s, CUdeviceptr p, uint64_t bytes, uint32_t value, CUdeviceptr counter) {
     return use(s, {p, counter}, [&] {
       return simcuda::testkit::launch_check(k, s, p, bytes, value, counter, 20000);
+    });
+  }
+  // Each 8-byte word its own value, from `seed` and its index
+  // (simcuda::testkit::word_pattern): bytes at a wrong offset show.
+  CUresult fill_words(CUstream s, CUdeviceptr p, uint64_t bytes, uint32_t seed) {
+    return use(s, {p},
+               [&] { return simcuda::testkit::launch_fill_words(k, s, p, bytes, seed, 20000); });
+  }
+  CUresult check_words(CUstream s, CUdeviceptr p, uint64_t bytes, uint32_t seed,
+                       CUdeviceptr counter) {
+    return use(s, {p, counter}, [&] {
+      return simcuda::testkit::launch_check_words(k, s, p, bytes, seed, counter, 20000);
     });
   }
   CUresult read(CUstream s, void* host, CUdeviceptr p, uint64_t bytes) {
