@@ -193,9 +193,6 @@ bool set_log(LogLevel& field, const Pair& pair) {
   return false;
 }
 
-constexpr std::string_view kBoolDoc = "true or false";
-constexpr std::string_view kPathDoc = "a path of at most 1023 bytes without ',', '[' or ']'";
-
 bool set_name(FixedString& field, const Pair& pair) {
   if (!pair.has_value || pair.value.empty() || pair.value.size() > 32) return false;
   for (char ch : pair.value)
@@ -203,25 +200,33 @@ bool set_name(FixedString& field, const Pair& pair) {
   return field.assign(pair.value);
 }
 
-constexpr std::array<OptionSpec<Options>, 11> kOptionSpecs{{
-    {"passthrough", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.passthrough, p); }},
-    {"budget", "a size like 12GiB, or per device like [0:12GiB,1:10GiB]",
-     [](Options& o, const Pair& p) { return set_per_device_size(o.budget_bytes, p); }},
-    {"swap_min", "a size like 1MiB",
-     [](Options& o, const Pair& p) { return set_size(o.swap_min_bytes, p); }},
-    {"record", kPathDoc, [](Options& o, const Pair& p) { return set_path(o.record_path, p); }},
-    {"record_timing", kBoolDoc,
-     [](Options& o, const Pair& p) { return set_bool(o.record_timing, p); }},
-    {"plan", kPathDoc, [](Options& o, const Pair& p) { return set_path(o.plan_path, p); }},
-    {"online", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.online, p); }},
-    {"planner", "a planner's name like cuswap",
-     [](Options& o, const Pair& p) { return set_name(o.planner, p); }},
-    {"link", "pcie3, pcie4, pcie5 or nvlink-c2c",
-     [](Options& o, const Pair& p) { return set_name(o.link, p); }},
-    {"log", "error, warn, info or debug",
-     [](Options& o, const Pair& p) { return set_log(o.log, p); }},
-    {"stats", kBoolDoc, [](Options& o, const Pair& p) { return set_bool(o.stats, p); }},
-}};
+// Reading a value of each kind.
+bool read(kind::Bool, bool& field, const Pair& pair) {
+  return set_bool(field, pair);
+}
+bool read(kind::Size, uint64_t& field, const Pair& pair) {
+  return set_size(field, pair);
+}
+bool read(kind::DeviceSizes, PerDevice<uint64_t>& field, const Pair& pair) {
+  return set_per_device_size(field, pair);
+}
+bool read(kind::Path, FixedString& field, const Pair& pair) {
+  return set_path(field, pair);
+}
+bool read(kind::Name, FixedString& field, const Pair& pair) {
+  return set_name(field, pair);
+}
+bool read(kind::Level, LogLevel& field, const Pair& pair) {
+  return set_log(field, pair);
+}
+
+#define CUSWAP_OPTION_SPEC(key, kind_name, field, default_value, echo, form, doc) \
+  {#key, form, [](Options& o, const Pair& p) { return read(kind::kind_name{}, o.field, p); }},
+#define CUSWAP_OPTION_COUNT(...) +1
+constexpr std::array<OptionSpec<Options>, 0 CUSWAP_OPTIONS(CUSWAP_OPTION_COUNT)> kOptionSpecs{
+    {CUSWAP_OPTIONS(CUSWAP_OPTION_SPEC)}};
+#undef CUSWAP_OPTION_COUNT
+#undef CUSWAP_OPTION_SPEC
 static_assert(kLogNames[static_cast<size_t>(LogLevel::debug)] == "debug");
 
 // Collects describe()'s pairs: each is formatted whole into a scratch buffer
@@ -277,6 +282,69 @@ std::string_view bool_name(bool value) {
 std::string_view log_name(LogLevel level) {
   const auto index = static_cast<size_t>(level);
   return index < std::size(kLogNames) ? kLogNames[index] : "warn";
+}
+
+// describe(): when a key is echoed, and how each kind is written.
+enum class Echo { always, changed };
+constexpr Echo always = Echo::always;
+constexpr Echo changed = Echo::changed;
+
+template <typename T>
+bool same(const T& a, const T& b) {
+  return a == b;
+}
+bool same(const FixedString& a, const FixedString& b) {
+  return a.view() == b.view();
+}
+bool same(const PerDevice<uint64_t>& a, const PerDevice<uint64_t>& b) {
+  return a.all == b.all && a.device == b.device;
+}
+
+void write(kind::Bool, PairWriter& w, std::string_view key, bool value) {
+  w.begin();
+  w.put("{}:{}", key, bool_name(value));
+  w.end();
+}
+void write(kind::Size, PairWriter& w, std::string_view key, uint64_t bytes) {
+  w.begin();
+  w.put("{}:{}", key, ExactSize{bytes});
+  w.end();
+}
+void write(kind::DeviceSizes, PairWriter& w, std::string_view key,
+           const PerDevice<uint64_t>& sizes) {
+  const bool per_device = std::any_of(sizes.device.begin(), sizes.device.end(),
+                                      [](const auto& bytes) { return bytes.has_value(); });
+  if (!per_device) {
+    if (sizes.all) write(kind::Size{}, w, key, *sizes.all);
+    return;
+  }
+  w.begin();
+  w.put("{}:[", key);
+  bool first = true;
+  for (size_t ordinal = 0; ordinal < sizes.device.size(); ++ordinal) {
+    const std::optional<uint64_t> bytes = sizes.device[ordinal] ? sizes.device[ordinal] : sizes.all;
+    if (!bytes) continue;
+    w.put("{}{}:{}", first ? "" : ",", ordinal, ExactSize{*bytes});
+    first = false;
+  }
+  w.put("]");
+  w.end();
+}
+void write_string(PairWriter& w, std::string_view key, const FixedString& text) {
+  w.begin();
+  w.put("{}:{}", key, text.view());
+  w.end();
+}
+void write(kind::Path, PairWriter& w, std::string_view key, const FixedString& path) {
+  write_string(w, key, path);
+}
+void write(kind::Name, PairWriter& w, std::string_view key, const FixedString& name) {
+  write_string(w, key, name);
+}
+void write(kind::Level, PairWriter& w, std::string_view key, LogLevel level) {
+  w.begin();
+  w.put("{}:{}", key, log_name(level));
+  w.end();
 }
 
 }  // namespace
@@ -543,71 +611,12 @@ Options options_from_environment(Warner& warner) {
 
 size_t describe(const Options& options, std::span<char> out) {
   PairWriter writer(out);
-  writer.begin();
-  writer.put("passthrough:{}", bool_name(options.passthrough));
-  writer.end();
-
-  const PerDevice<uint64_t>& budget = options.budget_bytes;
-  const bool per_device = std::any_of(budget.device.begin(), budget.device.end(),
-                                      [](const auto& bytes) { return bytes.has_value(); });
-  if (per_device) {
-    writer.begin();
-    writer.put("budget:[");
-    bool first = true;
-    for (size_t ordinal = 0; ordinal < budget.device.size(); ++ordinal) {
-      const std::optional<uint64_t> bytes =
-          budget.device[ordinal] ? budget.device[ordinal] : budget.all;
-      if (!bytes) continue;
-      writer.put("{}{}:{}", first ? "" : ",", ordinal, ExactSize{*bytes});
-      first = false;
-    }
-    writer.put("]");
-    writer.end();
-  } else if (budget.all) {
-    writer.begin();
-    writer.put("budget:{}", ExactSize{*budget.all});
-    writer.end();
-  }
-
-  writer.begin();
-  writer.put("swap_min:{}", ExactSize{options.swap_min_bytes});
-  writer.end();
-  if (!options.record_path.empty()) {
-    writer.begin();
-    writer.put("record:{}", options.record_path.view());
-    writer.end();
-  }
-  if (!options.record_timing) {  // written only when off, as it is rarely
-    writer.begin();
-    writer.put("record_timing:false");
-    writer.end();
-  }
-  if (!options.plan_path.empty()) {
-    writer.begin();
-    writer.put("plan:{}", options.plan_path.view());
-    writer.end();
-  }
-  if (!options.online) {
-    writer.begin();
-    writer.put("online:false");
-    writer.end();
-  }
-  if (!options.planner.empty()) {
-    writer.begin();
-    writer.put("planner:{}", options.planner.view());
-    writer.end();
-  }
-  if (!options.link.empty()) {
-    writer.begin();
-    writer.put("link:{}", options.link.view());
-    writer.end();
-  }
-  writer.begin();
-  writer.put("log:{}", log_name(options.log));
-  writer.end();
-  writer.begin();
-  writer.put("stats:{}", bool_name(options.stats));
-  writer.end();
+  static const Options kDefaults;
+#define CUSWAP_OPTION_ECHO(key, kind_name, field, default_value, echo, form, doc) \
+  if (echo == Echo::always || !same(options.field, kDefaults.field))              \
+    write(kind::kind_name{}, writer, #key, options.field);
+  CUSWAP_OPTIONS(CUSWAP_OPTION_ECHO)
+#undef CUSWAP_OPTION_ECHO
   return writer.finish();
 }
 

@@ -24,6 +24,8 @@
 #include <span>
 #include <string_view>
 
+#include "allocator/log.h"
+
 namespace cuswap::conf {
 
 inline constexpr int kMaxDevices = 16;
@@ -166,20 +168,64 @@ void apply(std::string_view text, std::span<const OptionSpec<Target>> specs, Tar
 // ---------------------------------------------------------------------------
 // cuswap's options. Keys and defaults are documented in
 // docs/configuration.md; the CLI's flags map onto the same keys.
-enum class LogLevel : uint8_t { error, warn, info, debug };
+using LogLevel = log::LogLevel;
+
+// What a key's value is: its type here, and how config.cpp reads it and
+// echoes it.
+namespace kind {
+struct Bool {
+  using type = bool;
+};
+struct Size {
+  using type = uint64_t;
+};
+struct DeviceSizes {
+  using type = PerDevice<uint64_t>;
+};
+struct Path {
+  using type = FixedString;
+};
+struct Name {
+  using type = FixedString;
+};
+struct Level {
+  using type = LogLevel;
+};
+}  // namespace kind
+
+// Every CUSWAP_CONF key, once: X(key, kind, field, default, echo, form, doc).
+// It makes the Options struct, the parser's table (`form` is quoted in a
+// warning as "expected <form>") and describe()'s echo, in this order;
+// `always` keys are echoed every time, `changed` ones only when they are
+// not their default.
+#define CUSWAP_OPTIONS(X)                                                                    \
+  X(passthrough, Bool, passthrough, false, always, "true or false", "turn everything off")   \
+  X(budget, DeviceSizes, budget_bytes, {}, changed,                                          \
+    "a size like 12GiB, or per device like [0:12GiB,1:10GiB]",                               \
+    "device memory cap (default: the card's total)")                                         \
+  X(swap_min, Size, swap_min_bytes, uint64_t{1} << 20, always, "a size like 1MiB",           \
+    "smallest buffer given its own range")                                                   \
+  X(record, Path, record_path, {}, changed, kPathForm, "write a .cst trace here")            \
+  X(record_timing, Bool, record_timing, true, changed, "true or false",                      \
+    "time launches on the device when recording")                                            \
+  X(plan, Path, plan_path, {}, changed, kPathForm, "follow this plan")                       \
+  X(online, Bool, online, true, changed, "true or false",                                    \
+    "with a budget and no plan, plan the first iteration")                                   \
+  X(planner, Name, planner, {}, changed, "a planner's name like cuswap",                     \
+    "which planner plans online (default cuswap)")                                           \
+  X(link, Name, link, {}, changed, "pcie3, pcie4, pcie5 or nvlink-c2c",                      \
+    "the copy link the online planner assumes")                                              \
+  X(log, Level, log, LogLevel::warn, always, "error, warn, info or debug", "what is logged") \
+  X(stats, Bool, stats, false, always, "true or false", "print counters at exit")
+
+inline constexpr std::string_view kPathForm =
+    "a path of at most 1023 bytes without ',', '[' or ']'";
 
 struct Options {
-  bool passthrough = false;           // passthrough: turn everything off
-  PerDevice<uint64_t> budget_bytes;   // budget: device memory cap (default: card total)
-  uint64_t swap_min_bytes = 1 << 20;  // swap_min: smallest buffer given its own range
-  FixedString record_path;            // record: write a .cst trace here
-  bool record_timing = true;          // record_timing: time launches on the device when recording
-  FixedString plan_path;              // plan: follow this plan
-  bool online = true;                 // online: with a budget and no plan, plan the first iteration
-  FixedString planner;                // planner: which planner plans online (default cuswap)
-  FixedString link;                   // link: the copy link the online planner assumes
-  LogLevel log = LogLevel::warn;      // log: error|warn|info|debug
-  bool stats = false;                 // stats: print counters at exit
+#define CUSWAP_OPTION_FIELD(key, kind_name, field, default_value, echo, form, doc) \
+  kind::kind_name::type field = default_value;
+  CUSWAP_OPTIONS(CUSWAP_OPTION_FIELD)
+#undef CUSWAP_OPTION_FIELD
 };
 
 std::span<const OptionSpec<Options>> option_specs();

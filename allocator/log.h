@@ -6,14 +6,15 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
-#include "allocator/config.h"
-
+// The lowest layer of cuswap's own code: it includes nothing of cuswap's,
+// and the configuration reader (allocator/config.h) logs through it.
 namespace cuswap::log {
 
-using conf::LogLevel;
+enum class LogLevel : uint8_t { error, warn, info, debug };
 
 // Messages above this level are dropped (default: warn).
 void set_level(LogLevel level) noexcept;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "allocator/log.h"
@@ -121,6 +122,13 @@ void initialise() {
           plan.budget_bytes > 0)
         options.budget_bytes.all = plan.budget_bytes;
       rt->options = options;
+    }
+    {
+      // What is in effect, once, as a string CUSWAP_CONF would read back.
+      char described[2048];
+      conf::describe(options, described);
+      log::info("configuration in effect: {}",
+                std::string_view(described, strnlen(described, sizeof described)));
     }
     if (!options.passthrough && has_budget(options)) {
       AllocatorSettings settings;

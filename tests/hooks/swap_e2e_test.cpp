@@ -383,6 +383,24 @@ TEST(Limits, OutOfBoundsCopiesFailAsOnTheDriverAndCachedMemoryGoesBack) {
 
 // A budget below one page, or a swap_min above the budget, leaves the
 // allocator useless: one warning says so.
+// At log:info the shim says once what it runs with, every key with its
+// value as CUSWAP_CONF would read it back; a plan's budget is included.
+TEST(Configuration, TheEffectiveConfigurationIsLoggedOnceAtInfo) {
+  const ProgramResult r =
+      run_program({PROG_OVERSUBSCRIBE},
+                  environment("budget:64MiB,log:info,online:false", "memory:64MiB", true));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string line =
+      "info: configuration in effect: passthrough:false,budget:64MiB,swap_min:1MiB,online:false,"
+      "log:info,stats:false\n";
+  const size_t at = r.err.find(line);
+  EXPECT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(at, r.err.rfind(line)) << "said once: " << r.err;
+  const ProgramResult quiet =
+      run_program({PROG_OVERSUBSCRIBE}, environment("budget:64MiB", "memory:64MiB", true));
+  EXPECT_EQ(quiet.err.find("configuration in effect"), std::string::npos) << quiet.err;
+}
+
 TEST(Configuration, UselessSettingsSayWhyOnce) {
   for (const auto& [conf, warning] : std::vector<std::pair<std::string, std::string>>{
            {"budget:1MiB",
