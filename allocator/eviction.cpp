@@ -303,8 +303,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
                                                  dev.prefetch_stream)
                   : driver_.cuMemcpyDtoDAsync_v2(block.base, block.host.window, block.size_bytes,
                                                  dev.prefetch_stream);
-  const uint64_t bytes =
-      block.size_bytes;  // the bytes asked for; the rest of the range is not the buffer's
+  const uint64_t bytes = block.size_bytes;  // the rest of the range is not the buffer's
   SharedEvent* copied = r == CUDA_SUCCESS ? record_event(dev, dev.prefetch_stream) : nullptr;
   // Reported while the copy is just queued, so that what times it follows it
   // on the stream; and only when it counts (Note [Residency]).
@@ -327,25 +326,29 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     }
   }
   range.commit();
-  block.pages = std::move(pages);
   release_event(donor);
-  stats_.bytes_to_device += bytes;
+  prefetch_queued(dev, block, pages, copied, reason);
+  return CUDA_SUCCESS;
+}
+
+// The copy back is queued and `copied` follows it (the reference passes to
+// the block): the pages are the block's, the host copy goes back once the
+// copy is done, and the block's next use waits for it.
+void Allocator::prefetch_queued(Device& dev, Block& block, std::vector<PageHandle>& pages,
+                                SharedEvent* copied, PrefetchReason reason) noexcept {
+  block.pages = std::move(pages);
+  stats_.bytes_to_device += block.size_bytes;
   ++stats_.prefetches;
   if (reason == PrefetchReason::on_demand) ++stats_.prefetches_on_demand;
-  HostRelease release;
-  release.stash = block.stash;
-  release.stash_bytes = block.stash ? block.size_bytes : 0;
-  release.host = block.host;
-  release.after = copied;
   retain_event(copied);
-  dev.host_releases.push_back(release);  // reserved above
+  dev.host_releases.push_back(  // reserved by prefetch()
+      {block.stash, block.stash ? block.size_bytes : 0, block.host, copied});
   block.stash = nullptr;
   block.host = {};
   for (SharedEvent*& wait : block.waits.events)
     release_event(wait);
   block.waits.events[0] = copied;
   block.residency = Residency::prefetching;
-  return CUDA_SUCCESS;
 }
 
 }  // namespace cuswap

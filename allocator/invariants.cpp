@@ -30,155 +30,177 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "allocator/swap_internal.h"
 
 namespace cuswap {
+namespace {
+
+using Block = Allocator::Block;
+using Device = Allocator::Device;
+using SharedEvent = Allocator::SharedEvent;
+
+// What check() found wrong, a line each, and what it counts on the way.
+struct Findings {
+  std::string out;
+  std::unordered_map<const SharedEvent*, uint32_t> held;  // event → places holding it
+  uint64_t host_bytes = 0;
+  uint64_t pins = 0;
+
+  template <typename... Args>
+  void fail(fmt::format_string<Args...> format, Args&&... args) {
+    out += fmt::format(format, std::forward<Args>(args)...);
+    out += '\n';
+  }
+  void hold(const SharedEvent* event) {
+    if (event) ++held[event];
+  }
+};
+
+// A large buffer's residency against its pages, host copy and eviction copy.
+void check_residency(Findings& f, const Device& dev, const Block& block, const std::string& name) {
+  const bool has_stash = block.stash != nullptr, has_host = block.host.handle != 0;
+  const size_t all_pages = static_cast<size_t>(block.range_bytes / dev.granularity);
+  if (block.range_bytes % dev.granularity != 0)
+    f.fail("{}: its range of {} bytes is not whole pages", name, block.range_bytes);
+  const bool in_flight =
+      std::find(dev.evicting.begin(), dev.evicting.end(), &block) != dev.evicting.end();
+  if (in_flight != (block.evict_copy != nullptr))
+    f.fail("{}: eviction copy {} but {} the evictions in flight", name,
+           block.evict_copy ? "set" : "unset", in_flight ? "in" : "not in");
+  switch (block.residency) {
+    case Residency::resident:
+    case Residency::prefetching:
+      if (block.pages.size() != all_pages)
+        f.fail("{}: {} with {} of {} pages", name,
+               block.residency == Residency::resident ? "resident" : "prefetching",
+               block.pages.size(), all_pages);
+      if (has_stash || has_host || block.range_on_host)
+        f.fail("{}: on the device and still holding a host copy", name);
+      if (block.evict_copy) f.fail("{}: not evicting, with an eviction copy", name);
+      break;
+    case Residency::evicting:
+      if (!block.evict_copy) f.fail("{}: evicting without its copy", name);
+      if (has_stash == has_host) f.fail("{}: evicting without one host copy", name);
+      if (!block.donated && block.pages.size() != all_pages)
+        f.fail("{}: evicting with {} of {} pages and none given away", name, block.pages.size(),
+               all_pages);
+      if (block.pins) f.fail("{}: evicting while pinned", name);
+      break;
+    case Residency::evicted:
+      if (!block.pages.empty())
+        f.fail("{}: evicted, still holding {} pages", name, block.pages.size());
+      if (has_stash == has_host) f.fail("{}: evicted without one host copy", name);
+      if (block.range_on_host && !has_host)
+        f.fail("{}: its range is on the host without a host copy", name);
+      if (block.evict_copy) f.fail("{}: evicted, with an eviction copy", name);
+      if (block.pins && !(block.range_on_host && block.range_bytes > dev.budget_bytes))
+        f.fail("{}: evicted while pinned", name);
+      break;
+  }
+}
+
+void check_block(Findings& f, const Device& dev, const Block& block) {
+  const std::string name = fmt::format("buffer {:#x} ({} bytes)", block.base, block.size_bytes);
+  f.hold(block.last_use);
+  f.hold(block.waits.events[0]);
+  f.hold(block.waits.events[1]);
+  f.hold(block.evict_copy);
+  f.pins += block.pins;
+  const bool has_stash = block.stash != nullptr, has_host = block.host.handle != 0;
+  if (has_stash) f.host_bytes += block.size_bytes;
+  if (has_host) f.host_bytes += block.host.size_bytes;
+  if (has_stash && dev.host_vmm) f.fail("{}: a stash block with host mapping", name);
+  if (has_host && !dev.host_vmm) f.fail("{}: a host allocation without host mapping", name);
+  if (!block.small) {
+    check_residency(f, dev, block, name);
+  } else if (block.residency != Residency::resident || !block.pages.empty() || has_stash ||
+             has_host) {
+    f.fail("{}: a small buffer that moved", name);
+  }
+}
+
+// A device's pages against device_bytes and the budget, its used bytes,
+// and the events and host copies its lists hold.
+void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Block*>& blocks) {
+  uint64_t pages = dev.page_pool.size(), used = 0;
+  for (const auto& [base, block] : blocks) {
+    if (block->device != dev.ordinal) continue;
+    pages += block->pages.size();
+    used += block->size_bytes;
+  }
+  for (const Allocator::FreeRange& range : dev.free_ranges) {
+    pages += range.pages.size();
+    f.hold(range.after);
+    f.hold(range.pending);
+  }
+  uint64_t slab_bytes = 0;
+  for (const auto& [base, bytes] : dev.slabs)
+    slab_bytes += bytes;
+  for (const auto& slots : dev.small_free)
+    for (const SmallFree& slot : slots) {
+      f.hold(slot.after);
+      f.hold(slot.pending);
+    }
+  for (const HostRelease& release : dev.host_releases) {
+    f.hold(release.after);
+    f.host_bytes += release.stash_bytes + (release.host.handle ? release.host.size_bytes : 0);
+  }
+  f.host_bytes += dev.lost_host_bytes;
+  for (const Block* block : dev.evicting)
+    if (block->residency != Residency::evicting)
+      f.fail("buffer {:#x}: in the evictions in flight, not evicting", block->base);
+  const uint64_t accounted = pages * dev.granularity + slab_bytes + dev.lost_device_bytes;
+  if (accounted != dev.device_bytes)
+    f.fail("device {}: {} bytes of pages counted, {} found ({} pages, slabs {}, lost {})",
+           dev.ordinal, dev.device_bytes, accounted, pages, slab_bytes, dev.lost_device_bytes);
+  if (dev.device_bytes > dev.budget_bytes)
+    f.fail("device {}: {} bytes of pages over the budget of {}", dev.ordinal, dev.device_bytes,
+           dev.budget_bytes);
+  if (used != dev.used_bytes)
+    f.fail("device {}: used_bytes {}, its buffers add up to {}", dev.ordinal, dev.used_bytes, used);
+  for (const SharedEvent* event : dev.event_pool)
+    if (event->refs != 0 || f.held.count(event))
+      f.fail("device {}: a pooled event still held ({} references)", dev.ordinal, event->refs);
+}
+
+}  // namespace
 
 std::string Allocator::check() noexcept {
   try {
     std::lock_guard lock(mu_);
-    std::string out;
-    auto fail = [&](const std::string& what) {
-      out += what;
-      out += '\n';
-    };
-    std::unordered_map<const SharedEvent*, uint32_t> held;
-    auto hold = [&](const SharedEvent* event) {
-      if (event) ++held[event];
-    };
-    uint64_t host_bytes = 0;
-    uint64_t pinned = 0;
+    Findings f;
     uintptr_t end_of_previous = 0;
     for (const auto& [base, block] : blocks_) {
-      const std::string name = fmt::format("buffer {:#x} ({} bytes)", base, block->size_bytes);
-      if (base != block->base) fail(fmt::format("{}: filed under {:#x}", name, base));
-      if (base < end_of_previous) fail(fmt::format("{}: overlaps the buffer before it", name));
+      if (base != block->base) f.fail("buffer {:#x}: filed under {:#x}", block->base, base);
+      if (base < end_of_previous) f.fail("buffer {:#x}: overlaps the buffer before it", base);
       end_of_previous = base + block->range_bytes;
-      const size_t d = static_cast<size_t>(block->device);
-      if (d >= devices_.size() || !devices_[d] || !devices_[d]->initialised) {
-        fail(fmt::format("{}: on device {}, which is not set up", name, block->device));
-        continue;
-      }
-      const Device& dev = *devices_[d];
-      hold(block->last_use);
-      hold(block->waits.events[0]);
-      hold(block->waits.events[1]);
-      hold(block->evict_copy);
-      pinned += block->pins;
-      const bool has_stash = block->stash != nullptr, has_host = block->host.handle != 0;
-      if (has_stash) host_bytes += block->size_bytes;
-      if (has_host) host_bytes += block->host.size_bytes;
-      if (has_stash && dev.host_vmm) fail(fmt::format("{}: a stash block with host mapping", name));
-      if (has_host && !dev.host_vmm)
-        fail(fmt::format("{}: a host allocation without host mapping", name));
-      if (block->small) {
-        if (block->residency != Residency::resident || !block->pages.empty() || has_stash ||
-            has_host)
-          fail(fmt::format("{}: a small buffer that moved", name));
-        continue;
-      }
-      const size_t all_pages = static_cast<size_t>(block->range_bytes / dev.granularity);
-      if (block->range_bytes % dev.granularity != 0)
-        fail(fmt::format("{}: its range of {} bytes is not whole pages", name, block->range_bytes));
-      const bool in_flight =
-          std::find(dev.evicting.begin(), dev.evicting.end(), block) != dev.evicting.end();
-      if (in_flight != (block->evict_copy != nullptr))
-        fail(fmt::format("{}: eviction copy {} but {} the evictions in flight", name,
-                         block->evict_copy ? "set" : "unset", in_flight ? "in" : "not in"));
-      switch (block->residency) {
-        case Residency::resident:
-        case Residency::prefetching:
-          if (block->pages.size() != all_pages)
-            fail(fmt::format("{}: {} with {} of {} pages", name,
-                             block->residency == Residency::resident ? "resident" : "prefetching",
-                             block->pages.size(), all_pages));
-          if (has_stash || has_host || block->range_on_host)
-            fail(fmt::format("{}: on the device and still holding a host copy", name));
-          if (block->evict_copy) fail(fmt::format("{}: not evicting, with an eviction copy", name));
-          break;
-        case Residency::evicting:
-          if (!block->evict_copy) fail(fmt::format("{}: evicting without its copy", name));
-          if (has_stash == has_host) fail(fmt::format("{}: evicting without one host copy", name));
-          if (!block->donated && block->pages.size() != all_pages)
-            fail(fmt::format("{}: evicting with {} of {} pages and none given away", name,
-                             block->pages.size(), all_pages));
-          if (block->pins) fail(fmt::format("{}: evicting while pinned", name));
-          break;
-        case Residency::evicted:
-          if (!block->pages.empty())
-            fail(fmt::format("{}: evicted, still holding {} pages", name, block->pages.size()));
-          if (has_stash == has_host) fail(fmt::format("{}: evicted without one host copy", name));
-          if (block->range_on_host && !has_host)
-            fail(fmt::format("{}: its range is on the host without a host copy", name));
-          if (block->evict_copy) fail(fmt::format("{}: evicted, with an eviction copy", name));
-          if (block->pins && !(block->range_on_host && block->range_bytes > dev.budget_bytes))
-            fail(fmt::format("{}: evicted while pinned", name));
-          break;
-      }
+      const auto d = static_cast<size_t>(block->device);
+      if (d >= devices_.size() || !devices_[d] || !devices_[d]->initialised)
+        f.fail("buffer {:#x}: on device {}, which is not set up", base, block->device);
+      else
+        check_block(f, *devices_[d], *block);
     }
-    if (active_uses_ == 0 && pinned != 0)
-      fail(fmt::format("{} pins held with no use in flight", pinned));
-    uint64_t stats_device_bytes = 0;
-    for (const auto& owned : devices_) {
-      if (!owned || !owned->initialised) continue;
-      const Device& dev = *owned;
-      stats_device_bytes += dev.device_bytes;
-      uint64_t pages = dev.page_pool.size(), used = 0;
-      for (const auto& [base, block] : blocks_) {
-        if (block->device != dev.ordinal) continue;
-        pages += block->pages.size();
-        used += block->size_bytes;
-      }
-      for (const FreeRange& range : dev.free_ranges) {
-        pages += range.pages.size();
-        hold(range.after);
-        hold(range.pending);
-      }
-      uint64_t slab_bytes = 0;
-      for (const auto& [base, bytes] : dev.slabs)
-        slab_bytes += bytes;
-      for (const auto& slots : dev.small_free)
-        for (const SmallFree& slot : slots) {
-          hold(slot.after);
-          hold(slot.pending);
-        }
-      for (const HostRelease& release : dev.host_releases) {
-        hold(release.after);
-        host_bytes += release.stash_bytes + (release.host.handle ? release.host.size_bytes : 0);
-      }
-      host_bytes += dev.lost_host_bytes;
-      for (const Block* block : dev.evicting)
-        if (block->residency != Residency::evicting)
-          fail(fmt::format("buffer {:#x}: in the evictions in flight, not evicting", block->base));
-      const uint64_t accounted = pages * dev.granularity + slab_bytes + dev.lost_device_bytes;
-      if (accounted != dev.device_bytes)
-        fail(fmt::format(
-            "device {}: {} bytes of pages counted, {} found ({} pages, slabs {}, lost {})",
-            dev.ordinal, dev.device_bytes, accounted, pages, slab_bytes, dev.lost_device_bytes));
-      if (dev.device_bytes > dev.budget_bytes)
-        fail(fmt::format("device {}: {} bytes of pages over the budget of {}", dev.ordinal,
-                         dev.device_bytes, dev.budget_bytes));
-      if (used != dev.used_bytes)
-        fail(fmt::format("device {}: used_bytes {}, its buffers add up to {}", dev.ordinal,
-                         dev.used_bytes, used));
-      for (const SharedEvent* event : dev.event_pool)
-        if (event->refs != 0 || held.count(event))
-          fail(fmt::format("device {}: a pooled event still held ({} references)", dev.ordinal,
-                           event->refs));
+    if (active_uses_ == 0 && f.pins != 0) f.fail("{} pins held with no use in flight", f.pins);
+    uint64_t device_bytes = 0;
+    for (const auto& dev : devices_) {
+      if (!dev || !dev->initialised) continue;
+      device_bytes += dev->device_bytes;
+      check_device(f, *dev, blocks_);
     }
-    if (stats_device_bytes != stats_.device_bytes)
-      fail(fmt::format("stats: device_bytes {}, the devices add up to {}", stats_.device_bytes,
-                       stats_device_bytes));
-    if (host_bytes != stats_.host_bytes)
-      fail(fmt::format("stats: host_bytes {}, the host copies add up to {}", stats_.host_bytes,
-                       host_bytes));
-    for (const auto& [event, holders] : held)
+    if (device_bytes != stats_.device_bytes)
+      f.fail("stats: device_bytes {}, the devices add up to {}", stats_.device_bytes, device_bytes);
+    if (f.host_bytes != stats_.host_bytes)
+      f.fail("stats: host_bytes {}, the host copies add up to {}", stats_.host_bytes, f.host_bytes);
+    for (const auto& [event, holders] : f.held)
       if (event->refs != holders)
-        fail(fmt::format("an event on device {} has {} references and {} holders", event->device,
-                         event->refs, holders));
-    return out;
+        f.fail("an event on device {} has {} references and {} holders", event->device, event->refs,
+               holders);
+    return f.out;
   } catch (...) {
     return "the check ran out of memory\n";
   }

@@ -241,6 +241,8 @@ class Allocator {
   void abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept;
   [[nodiscard]] CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
                                   PrefetchReason reason, bool may_evict = true) noexcept;
+  void prefetch_queued(Device& dev, Block& block, std::vector<CUmemGenericAllocationHandle>& pages,
+                       SharedEvent* copied, PrefetchReason reason) noexcept;
   [[nodiscard]] CUresult take_host_copy(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult host_exhausted(Device& dev, CUresult r) noexcept;
   void release_host_copy(Device& dev, Block& block) noexcept;

@@ -204,6 +204,36 @@ TEST_F(SwapTest, FreeWhilePrefetching) {
   EXPECT_EQ(mismatches(c, k32MiB, 4), 0u);
 }
 
+// A launch cuswap cannot see into (a graph launch, unreadable parameters)
+// names no buffer. In stash mode an evicted buffer's range is unmapped, so
+// the use brings every evicted buffer back first, and the prefetch's event
+// is the only thing its stream waits for.
+TEST_F(SwapTest, AnUnseenUseInStashModeWaitsForWhatItBringsBack) {
+  start_swap("memory:96MiB,host_vmm:false", budget(64 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(fill(s, counter, 8, 0));
+  CUdeviceptr a = swap_alloc(k32MiB);
+  ASSERT_CU(fill_words(s, a, k32MiB, 5));
+  CUdeviceptr b = swap_alloc(k32MiB);  // evicts a
+  ASSERT_CU(fill_words(s, b, k32MiB, 6));
+  ASSERT_EQ(allocator->residency(a), Residency::evicted);
+  // Everything must fit at once for such a use: b goes.
+  ASSERT_CU(cuStreamSynchronize(s));
+  ASSERT_CU(swap_free(b));
+  cuswap::UseBuffers unseen;
+  unseen.unknown = true;
+  ASSERT_CU(allocator->prepare(s, unseen));
+  const CUresult r = simcuda::testkit::launch_check_words(k, s, a, k32MiB, 5, counter, 20000);
+  allocator->finish(s, unseen, r);
+  ASSERT_CU(r);
+  expect_consistent("the unseen use");
+  ASSERT_CU(cuStreamSynchronize(s));
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(allocator->stats().prefetches, 1u);
+}
+
 TEST_F(SwapTest, FreeWhileAnotherThreadEvicts) {
   start_swap("memory:64MiB", budget(64 * kMiB));
   for (int round = 0; round < 10; ++round) {
