@@ -148,7 +148,8 @@ void emit(Warner& warner, fmt::format_string<Args...> format, Args&&... args) {
     log::write_stderr_line(whole);
 }
 
-bool set_bool(bool& field, const Pair& pair) {
+// Reading a value of each kind (config.h's kind::).
+bool read(kind::Bool, bool& field, const Pair& pair) {
   if (!pair.has_value) {  // a bare key switches a flag on
     field = true;
     return true;
@@ -159,14 +160,14 @@ bool set_bool(bool& field, const Pair& pair) {
   return true;
 }
 
-bool set_size(uint64_t& field, const Pair& pair) {
+bool read(kind::Size, uint64_t& field, const Pair& pair) {
   const auto value = pair.has_value ? parse_size(pair.value) : std::nullopt;
   if (!value) return false;
   field = *value;
   return true;
 }
 
-bool set_per_device_size(PerDevice<uint64_t>& field, const Pair& pair) {
+bool read(kind::DeviceSizes, PerDevice<uint64_t>& field, const Pair& pair) {
   auto value = pair.has_value ? parse_per_device_size(pair.value) : std::nullopt;
   if (!value) return false;
   field = *value;  // replaces every entry: the last pair wins as a whole
@@ -175,7 +176,7 @@ bool set_per_device_size(PerDevice<uint64_t>& field, const Pair& pair) {
 
 // Paths with ',' '[' or ']' would not read back from describe()'s output, so
 // they are refused here rather than echoed wrongly later.
-bool set_path(FixedString& field, const Pair& pair) {
+bool read(kind::Path, FixedString& field, const Pair& pair) {
   if (!pair.has_value || pair.value.empty()) return false;
   if (pair.value.find_first_of(",[]") != std::string_view::npos) return false;
   return field.assign(pair.value);
@@ -183,7 +184,7 @@ bool set_path(FixedString& field, const Pair& pair) {
 
 constexpr std::string_view kLogNames[] = {"error", "warn", "info", "debug"};
 
-bool set_log(LogLevel& field, const Pair& pair) {
+bool read(kind::Level, LogLevel& field, const Pair& pair) {
   for (size_t level = 0; level < std::size(kLogNames); ++level) {
     if (pair.has_value && equals_ignoring_case(pair.value, kLogNames[level])) {
       field = static_cast<LogLevel>(level);
@@ -193,31 +194,11 @@ bool set_log(LogLevel& field, const Pair& pair) {
   return false;
 }
 
-bool set_name(FixedString& field, const Pair& pair) {
+bool read(kind::Name, FixedString& field, const Pair& pair) {
   if (!pair.has_value || pair.value.empty() || pair.value.size() > 32) return false;
   for (char ch : pair.value)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_')) return false;
   return field.assign(pair.value);
-}
-
-// Reading a value of each kind.
-bool read(kind::Bool, bool& field, const Pair& pair) {
-  return set_bool(field, pair);
-}
-bool read(kind::Size, uint64_t& field, const Pair& pair) {
-  return set_size(field, pair);
-}
-bool read(kind::DeviceSizes, PerDevice<uint64_t>& field, const Pair& pair) {
-  return set_per_device_size(field, pair);
-}
-bool read(kind::Path, FixedString& field, const Pair& pair) {
-  return set_path(field, pair);
-}
-bool read(kind::Name, FixedString& field, const Pair& pair) {
-  return set_name(field, pair);
-}
-bool read(kind::Level, LogLevel& field, const Pair& pair) {
-  return set_log(field, pair);
 }
 
 #define CUSWAP_OPTION_SPEC(key, kind_name, field, default_value, echo, form, doc) \

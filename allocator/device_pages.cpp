@@ -136,7 +136,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       break;
     }
     r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && active_uses_ > 0 && held_) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room()) {
       // What it took goes back before it waits: the uses it waits for may
       // need those pages, and no page is held outside the allocator's
       // lists while the lock is free (Note [What always holds between

@@ -123,6 +123,31 @@ void Allocator::release_host_copy(Device& dev, Block& block) noexcept {
   block.residency = Residency::resident;
 }
 
+// Hands `block`'s host copy to the releases, to go back once `after` is
+// done (collect_host_releases); false, with nothing changed, when it cannot
+// be queued.
+bool Allocator::release_host_copy_after(Device& dev, Block& block, SharedEvent* after) noexcept {
+  try {
+    dev.host_releases.push_back(
+        {block.stash, block.stash ? block.size_bytes : 0, block.host, after});
+  } catch (...) {
+    return false;
+  }
+  retain_event(after);
+  block.stash = nullptr;
+  block.host = {};
+  return true;
+}
+
+// A host copy whose copy's fate is unknown: kept out of reuse, and counted
+// as lost; the block is resident (its pages never left).
+void Allocator::lose_host_copy(Device& dev, Block& block) noexcept {
+  dev.lost_host_bytes += block.stash ? block.size_bytes : block.host.size_bytes;
+  block.stash = nullptr;
+  block.host = {};
+  block.residency = Residency::resident;
+}
+
 // Maps `block`'s host copy at its range; false when it cannot.
 bool Allocator::map_host_copy(Device& dev, Block& block) noexcept {
   MappedRange range(driver_, dev, block.base, block.range_bytes);
@@ -212,8 +237,8 @@ CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& que
   return r;
 }
 
-// Phase 2 failed: nothing moved, and every victim in `ready` (with a host
-// copy) stays resident with its bytes. The first `queued` copies may still
+// Phase 1 or 2 failed: nothing moved, and every victim in `ready` (with a
+// host copy) stays resident with its bytes. The first `queued` copies may still
 // be reading them, so their next uses wait for the eviction stream, and
 // their host copies go back only after it.
 void Allocator::abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept {
@@ -224,29 +249,21 @@ void Allocator::abandon_evictions(Device& dev, std::span<Block*> ready, size_t q
       release_host_copy(dev, block);
       continue;
     }
-    block.residency = Residency::resident;
     if (!drained) {
       // No event either: the host copy cannot be known to be free; keep it.
-      dev.lost_host_bytes += block.stash ? block.size_bytes : block.host.size_bytes;
-      block.stash = nullptr;
-      block.host = {};
+      lose_host_copy(dev, block);
       continue;
     }
     for (SharedEvent*& wait : block.waits.events)
       release_event(wait);
     retain_event(drained);
     block.waits.events[0] = drained;
-    try {
-      dev.host_releases.push_back(
-          {block.stash, block.stash ? block.size_bytes : 0, block.host, drained});
-      retain_event(drained);
-      block.stash = nullptr;
-      block.host = {};
-    } catch (...) {
+    if (!release_host_copy_after(dev, block, drained)) {
       // Not queued: wait for the copies, then nothing reads it.
       (void)driver_.cuEventSynchronize(drained->event);
       release_host_copy(dev, block);
     }
+    block.residency = Residency::resident;
   }
   release_event(drained);
 }
@@ -340,11 +357,7 @@ void Allocator::prefetch_queued(Device& dev, Block& block, std::vector<PageHandl
   stats_.bytes_to_device += block.size_bytes;
   ++stats_.prefetches;
   if (reason == PrefetchReason::on_demand) ++stats_.prefetches_on_demand;
-  retain_event(copied);
-  dev.host_releases.push_back(  // reserved by prefetch()
-      {block.stash, block.stash ? block.size_bytes : 0, block.host, copied});
-  block.stash = nullptr;
-  block.host = {};
+  (void)release_host_copy_after(dev, block, copied);  // room reserved by prefetch()
   for (SharedEvent*& wait : block.waits.events)
     release_event(wait);
   block.waits.events[0] = copied;

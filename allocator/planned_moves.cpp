@@ -53,10 +53,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     // Cannot tell when it is done: wait for it and land it now.
     if (driver_.cuStreamSynchronize(dev.evict_stream) != CUDA_SUCCESS) {
       // The copy's fate is unknown: keep the host copy out of reuse.
-      dev.lost_host_bytes += block.stash ? block.size_bytes : block.host.size_bytes;
-      block.stash = nullptr;
-      block.host = {};
-      block.residency = Residency::resident;
+      lose_host_copy(dev, block);
       return CUDA_ERROR_UNKNOWN;
     }
     (void)land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
@@ -148,19 +145,9 @@ void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noex
       break;
     }
   }
-  bool queued = false;
-  try {
-    retain_event(copy);
-    dev.host_releases.push_back(
-        {block.stash, block.stash ? block.size_bytes : 0, block.host, copy});
-    queued = true;
-  } catch (...) {
-    release_event(copy);
-  }
+  const bool queued = release_host_copy_after(dev, block, copy);
   if (!ordered || !queued) (void)driver_.cuEventSynchronize(copy->event);
   if (queued) {
-    block.stash = nullptr;
-    block.host = {};
     block.residency = Residency::resident;
   } else {
     release_host_copy(dev, block);

@@ -514,7 +514,7 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
 // Called with mu_ held (through held_) when no room can be made: waits for
 // a prepared use to finish, if there is one. False: nothing to wait for.
 bool Allocator::wait_for_room() noexcept {
-  if (active_uses_ == 0 || !held_) return false;
+  if (!can_wait_for_room()) return false;
   std::unique_lock<std::mutex>* mine = held_;
   finished_.wait(*mine);
   held_ = mine;

@@ -246,6 +246,8 @@ class Allocator {
   [[nodiscard]] CUresult take_host_copy(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult host_exhausted(Device& dev, CUresult r) noexcept;
   void release_host_copy(Device& dev, Block& block) noexcept;
+  bool release_host_copy_after(Device& dev, Block& block, SharedEvent* after) noexcept;
+  void lose_host_copy(Device& dev, Block& block) noexcept;
   bool map_host_copy(Device& dev, Block& block) noexcept;
   bool land_eviction(Device& dev, Block& block, EvictReason reason, uint64_t copied_ns) noexcept;
 
@@ -259,6 +261,7 @@ class Allocator {
   [[nodiscard]] CUresult make_resident(CUstream stream, const UseBuffers& use,
                                        std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;
+  bool can_wait_for_room() const noexcept { return active_uses_ > 0 && held_; }
   bool wait_for_room() noexcept;
   // Note [Waiting for room]: false when no other use is in flight, or after
   // enough waits; else waits for a finish with `lock` (mu_) released.

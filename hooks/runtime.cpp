@@ -123,7 +123,7 @@ void initialise() {
         options.budget_bytes.all = plan.budget_bytes;
       rt->options = options;
     }
-    {
+    if (log::enabled(log::LogLevel::info)) {
       // What is in effect, once, as a string CUSWAP_CONF would read back.
       char described[2048];
       conf::describe(options, described);

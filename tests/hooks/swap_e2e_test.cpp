@@ -25,15 +25,19 @@ using cuswap::testing::run_program;
 using cuswap::testing::TempDir;
 using Env = std::map<std::string, std::string>;
 
+// The sanitizer's runtime first, where the shim is built with it.
+std::string with_sanitizer(const std::string& preload) {
+  const std::string runtime = SANITIZER_RUNTIME;
+  if (runtime.empty()) return preload;
+  return preload.empty() ? runtime : runtime + ":" + preload;
+}
+
 Env environment(const std::string& cuswap_conf, const std::string& simcuda_conf, bool shim) {
   Env env = {{"CUSWAP_CONF", cuswap_conf},
              {"SIMCUDA_CONF", simcuda_conf},
              {"LD_LIBRARY_PATH", SIMCUDA_DIR},
              {"LD_PRELOAD", ""}};
-  if (shim)
-    env["LD_PRELOAD"] = std::string(SANITIZER_RUNTIME).empty()
-                            ? std::string(CUSWAP_SHIM)
-                            : std::string(SANITIZER_RUNTIME) + ":" + CUSWAP_SHIM;
+  if (shim) env["LD_PRELOAD"] = with_sanitizer(CUSWAP_SHIM);
   return env;
 }
 
@@ -209,13 +213,6 @@ TEST(RecordedSwap, WithoutTimingsTheOfflineCommandsSaySoAndExit2) {
   }
 }
 
-// The sanitizer's runtime first, where the shim is built with it.
-std::string with_sanitizer(const std::string& preload) {
-  const std::string asan = SANITIZER_RUNTIME;
-  if (asan.empty()) return preload;
-  return preload.empty() ? asan : asan + ":" + preload;
-}
-
 // `cuswap run` sets LD_PRELOAD and CUSWAP_CONF itself: the program is the
 // same one that fails without cuswap above.
 TEST(CuswapRun, AnUnmodifiedProgramOversubscribesAndCompletes) {
@@ -381,10 +378,8 @@ TEST(Limits, OutOfBoundsCopiesFailAsOnTheDriverAndCachedMemoryGoesBack) {
                  r == &driver ? "the driver: " : "cuswap: ");
 }
 
-// A budget below one page, or a swap_min above the budget, leaves the
-// allocator useless: one warning says so.
 // At log:info the shim says once what it runs with, every key with its
-// value as CUSWAP_CONF would read it back; a plan's budget is included.
+// value as CUSWAP_CONF would read it back; below info it says nothing.
 TEST(Configuration, TheEffectiveConfigurationIsLoggedOnceAtInfo) {
   const ProgramResult r =
       run_program({PROG_OVERSUBSCRIBE},
@@ -401,6 +396,8 @@ TEST(Configuration, TheEffectiveConfigurationIsLoggedOnceAtInfo) {
   EXPECT_EQ(quiet.err.find("configuration in effect"), std::string::npos) << quiet.err;
 }
 
+// A budget below one page, or a swap_min above the budget, leaves the
+// allocator useless: one warning says so.
 TEST(Configuration, UselessSettingsSayWhyOnce) {
   for (const auto& [conf, warning] : std::vector<std::pair<std::string, std::string>>{
            {"budget:1MiB",
