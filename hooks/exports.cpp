@@ -12,37 +12,6 @@
 
 #include <string>
 
-namespace cuswap::hooks {
-
-const char* const kHookNames[kHookCount] = {
-#define CUSWAP_HOOK_NAME(name, params, args, handler) #name,
-    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_NAME)
-#undef CUSWAP_HOOK_NAME
-};
-
-namespace {
-constexpr bool ends_with(const char* text, const char* suffix) {
-  size_t n = 0, m = 0;
-  while (text[n])
-    ++n;
-  while (suffix[m])
-    ++m;
-  if (m > n) return false;
-  for (size_t i = 0; i < m; ++i)
-    if (text[n - m + i] != suffix[i]) return false;
-  return true;
-}
-}  // namespace
-
-const bool kHookPerThread[kHookCount] = {
-#define CUSWAP_HOOK_PER_THREAD(name, params, args, handler) \
-  ends_with(#name, "_ptsz") || ends_with(#name, "_ptds"),
-    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_PER_THREAD)
-#undef CUSWAP_HOOK_PER_THREAD
-};
-
-}  // namespace cuswap::hooks
-
 extern "C" {
 
 #define CUSWAP_DEFINE_HOOK(name, params, args, handler)                                        \

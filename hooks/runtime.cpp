@@ -1,12 +1,9 @@
-// The runtime: initialisation, the hook entry guard, fork and exit, and what
-// the hooks record. See Note [Initialisation] in runtime.h.
+// The runtime once started: what CUSWAP_CONF sets up, what the hooks
+// record, and the counters at exit. The tests call it directly, with a
+// Driver table pointed at simcuda; hooks/entry.cpp starts the process's one.
 #include "hooks/runtime.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -18,74 +15,29 @@
 #endif
 
 namespace cuswap::hooks {
+
+const char* const kHookNames[kHookCount] = {
+#define CUSWAP_HOOK_NAME(name, params, args, handler) #name,
+    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_NAME)
+#undef CUSWAP_HOOK_NAME
+};
+
 namespace {
 
-// Hook nesting depth and "this thread is initialising": initial-exec TLS,
-// readable from the first instruction of a hook without allocating.
-__attribute__((tls_model("initial-exec"))) thread_local int tl_depth = 0;
-__attribute__((tls_model("initial-exec"))) thread_local bool tl_initialising = false;
-
-std::atomic<Runtime*> g_runtime{nullptr};
-pthread_once_t g_once = PTHREAD_ONCE_INIT;
+constexpr bool ends_with(const char* text, const char* suffix) {
+  size_t n = 0, m = 0;
+  while (text[n])
+    ++n;
+  while (suffix[m])
+    ++m;
+  if (m > n) return false;
+  for (size_t i = 0; i < m; ++i)
+    if (text[n - m + i] != suffix[i]) return false;
+  return true;
+}
 
 trace::Recorder* recorder_of(Runtime& rt) noexcept {
   return rt.recorder.load(std::memory_order_acquire);
-}
-
-void on_fork_child() {
-  Runtime* rt = g_runtime.load(std::memory_order_acquire);
-  if (!rt) return;
-  // The child has no writer thread and shares the parent's file: it records
-  // nothing and passes every call through.
-  rt->forked.store(true);
-  rt->passthrough.store(true);
-  if (trace::Recorder* r = recorder_of(*rt)) r->disable_in_child();
-}
-
-void on_exit() {
-  Runtime* rt = g_runtime.load(std::memory_order_acquire);
-  if (!rt || rt->forked.load()) return;
-  try {
-    std::vector<trace::Counter> counters;
-    for (size_t i = 0; i < kHookCount; ++i)
-      if (uint64_t n = rt->calls.total(i)) counters.push_back({kHookNames[i], n});
-    counters.push_back({"cuGetProcAddress answered with a hook", rt->procaddress_answered.load()});
-    counters.push_back({"dlsym answered with a hook", rt->dlsym_answered.load()});
-    counters.push_back({"live buffers at exit", rt->buffers.size()});
-    if (rt->allocator) {
-      const SwapStats swap = rt->allocator->stats();
-#define CUSWAP_SWAP_STAT_COUNTER(name, description) counters.push_back({#name, swap.name});
-      CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_COUNTER)
-#undef CUSWAP_SWAP_STAT_COUNTER
-    }
-    if (DeviceTimer* timer = rt->timer.load(std::memory_order_acquire)) {
-      timer->drain();
-      counters.push_back({"launches and prefetches timed", timer->timed()});
-      counters.push_back({"launches and prefetches not timed", timer->untimed()});
-    }
-    if (rt->options.stats) {
-      for (const trace::Counter& c : counters)
-        log::report("stats: {} = {}", c.name, c.value);
-      if (rt->follow) log::write_report_line("stats: plan " + rt->follow->stats_json());
-    }
-    if (trace::Recorder* r = recorder_of(*rt)) r->close(counters);
-  } catch (...) {
-    // Exiting: nothing more to do.
-  }
-}
-
-// The Driver table already holds each hooked function's real entry point.
-void build_real_to_hook(Runtime& rt) {
-  std::vector<Runtime::RealToHook> pairs;
-#define CUSWAP_REAL_TO_HOOK(name, params, args, handler) \
-  if (rt.driver.name) pairs.push_back({reinterpret_cast<void*>(rt.driver.name), HookId::name});
-  CUSWAP_DRIVER_HOOKED(CUSWAP_REAL_TO_HOOK)
-#undef CUSWAP_REAL_TO_HOOK
-  std::sort(pairs.begin(), pairs.end(),
-            [](const auto& a, const auto& b) { return a.real < b.real; });
-  rt.real_to_hook = std::make_unique<Runtime::RealToHook[]>(pairs.size());
-  std::copy(pairs.begin(), pairs.end(), rt.real_to_hook.get());
-  rt.real_to_hook_count = pairs.size();
 }
 
 bool has_budget(const conf::Options& options) {
@@ -95,102 +47,86 @@ bool has_budget(const conf::Options& options) {
   return false;
 }
 
-void initialise() {
-  tl_initialising = true;
-  conf::Warner warner;
-  conf::Options options = conf::options_from_environment(warner);
-  log::set_level(options.log);
-  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* why = dlerror();
-    log::error("cannot load libcuda.so.1 ({}); cuswap is inactive", why ? why : "unknown");
-    tl_initialising = false;
-    return;
-  }
-  try {
-    auto* rt = new Runtime();  // lives as long as the process: hooks may run during exit
-    rt->options = options;
-    rt->libcuda = handle;
-    rt->driver.load(handle, cuswap_real_dlsym);
-    build_real_to_hook(*rt);
-    rt->passthrough.store(options.passthrough);
-    std::string plan_error;
-    if (!options.passthrough && !has_budget(options) && !options.plan_path.empty()) {
-      // A plan without a budget: the plan's own (checked again at cuInit).
-      policy::Plan plan;
-      if (policy::read_plan_file(options.plan_path.c_str(), plan, plan_error) &&
-          plan.budget_bytes > 0)
-        options.budget_bytes.all = plan.budget_bytes;
-      rt->options = options;
-    }
-    if (log::enabled(log::LogLevel::info)) {
-      // What is in effect, once, as a string CUSWAP_CONF would read back.
-      char described[2048];
-      conf::describe(options, described);
-      log::info("configuration in effect: {}",
-                std::string_view(described, strnlen(described, sizeof described)));
-    }
-    if (!options.passthrough && has_budget(options)) {
-      AllocatorSettings settings;
-      settings.budget_bytes = options.budget_bytes;
-      settings.swap_min_bytes = options.swap_min_bytes;
-      rt->allocator = std::make_unique<Allocator>(rt->driver, settings);
-      rt->follow = std::make_unique<PlanFollow>(rt->driver, *rt->allocator, options);
-    } else if (!options.plan_path.empty() && !options.passthrough) {
-      if (plan_error.empty())
-        log::error("{}: key budget_bytes: no budget set and none in the plan; not following it",
-                   options.plan_path.view());
-      else
-        log::error("{}; not following it, and no budget is set", plan_error);
-    }
-    pthread_atfork(nullptr, nullptr, on_fork_child);
-    std::atexit(on_exit);
-    g_runtime.store(rt, std::memory_order_release);
-  } catch (...) {
-    log::error("out of memory while starting; cuswap is inactive");
-  }
-  tl_initialising = false;
-}
-
 }  // namespace
 
-Runtime* runtime() noexcept {
-  if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return rt;
-  if (tl_initialising) return nullptr;
-  pthread_once(&g_once, initialise);
-  return g_runtime.load(std::memory_order_acquire);
+const bool kHookPerThread[kHookCount] = {
+#define CUSWAP_HOOK_PER_THREAD(name, params, args, handler) \
+  ends_with(#name, "_ptsz") || ends_with(#name, "_ptds"),
+    CUSWAP_DRIVER_HOOKED(CUSWAP_HOOK_PER_THREAD)
+#undef CUSWAP_HOOK_PER_THREAD
+};
+
+void configure(Runtime& rt, conf::Options options) {
+  rt.passthrough.store(options.passthrough);
+  std::string plan_error;
+  if (!options.passthrough && !has_budget(options) && !options.plan_path.empty()) {
+    // A plan without a budget: the plan's own (checked again at cuInit).
+    policy::Plan plan;
+    if (policy::read_plan_file(options.plan_path.c_str(), plan, plan_error) &&
+        plan.budget_bytes > 0)
+      options.budget_bytes.all = plan.budget_bytes;
+  }
+  rt.options = options;
+  if (log::enabled(log::LogLevel::info)) {
+    // What is in effect, once, as a string CUSWAP_CONF would read back.
+    char described[2048];
+    conf::describe(options, described);
+    log::info("configuration in effect: {}",
+              std::string_view(described, strnlen(described, sizeof described)));
+  }
+  if (!options.passthrough && has_budget(options)) {
+    AllocatorSettings settings;
+    settings.budget_bytes = options.budget_bytes;
+    settings.swap_min_bytes = options.swap_min_bytes;
+    rt.allocator = std::make_unique<Allocator>(rt.driver, settings);
+    rt.follow = std::make_unique<PlanFollow>(rt.driver, *rt.allocator, options);
+  } else if (!options.plan_path.empty() && !options.passthrough) {
+    if (plan_error.empty())
+      log::error("{}: key budget_bytes: no budget set and none in the plan; not following it",
+                 options.plan_path.view());
+    else
+      log::error("{}; not following it, and no budget is set", plan_error);
+  }
 }
 
-void* Runtime::hook_for(void* real) const noexcept {
-  const RealToHook* begin = real_to_hook.get();
-  const RealToHook* end = begin + real_to_hook_count;
-  const RealToHook* it = std::lower_bound(
-      begin, end, real, [](const RealToHook& pair, void* key) { return pair.real < key; });
-  return it != end && it->real == real ? kHookAddresses[static_cast<size_t>(it->id)] : nullptr;
+std::vector<trace::Counter> exit_counters(Runtime& rt) {
+  std::vector<trace::Counter> counters;
+  for (size_t i = 0; i < kHookCount; ++i)
+    if (uint64_t n = rt.calls.total(i)) counters.push_back({kHookNames[i], n});
+  counters.push_back({"cuGetProcAddress answered with a hook", rt.procaddress_answered.load()});
+  counters.push_back({"dlsym answered with a hook", rt.dlsym_answered.load()});
+  counters.push_back({"live buffers at exit", rt.buffers.size()});
+  if (rt.allocator) {
+    const SwapStats swap = rt.allocator->stats();
+#define CUSWAP_SWAP_STAT_COUNTER(name, description) counters.push_back({#name, swap.name});
+    CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_COUNTER)
+#undef CUSWAP_SWAP_STAT_COUNTER
+  }
+  if (DeviceTimer* timer = rt.timer.load(std::memory_order_acquire)) {
+    timer->drain();
+    counters.push_back({"launches and prefetches timed", timer->timed()});
+    counters.push_back({"launches and prefetches not timed", timer->untimed()});
+  }
+  return counters;
+}
+
+void close_out(Runtime& rt) noexcept {
+  try {
+    const std::vector<trace::Counter> counters = exit_counters(rt);
+    if (rt.options.stats) {
+      for (const trace::Counter& c : counters)
+        log::report("stats: {} = {}", c.name, c.value);
+      if (rt.follow) log::write_report_line("stats: plan " + rt.follow->stats_json());
+    }
+    if (trace::Recorder* r = recorder_of(rt)) r->close(counters);
+  } catch (...) {
+    // Exiting: nothing more to do.
+  }
 }
 
 void Runtime::latch_passthrough(const char* why) noexcept {
   if (!passthrough.exchange(true))
     log::error("internal failure ({}); passing every call through from now on", why);
-}
-
-Entry::Entry(HookId id) noexcept : id_(id) {
-  ++tl_depth;
-  Runtime* rt = runtime();
-  if (!rt) return;
-  driver_ = &rt->driver;
-  rt->calls.count(static_cast<size_t>(id));
-  if (tl_depth == 1 && !rt->passthrough.load(std::memory_order_relaxed)) active_ = rt;
-}
-
-Entry::~Entry() {
-  --tl_depth;
-}
-
-uint64_t Entry::stream_value(CUstream stream) const noexcept {
-  if (!stream && kHookPerThread[static_cast<size_t>(id_)])
-    return reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
-  return reinterpret_cast<uint64_t>(stream);
 }
 
 // ---------------------------------------------------------------------------
@@ -396,8 +332,7 @@ void note_vmm(Runtime& rt, trace::VmmOp op, uintptr_t address, uint64_t size_byt
 namespace {
 
 void load_plan(Runtime& rt) noexcept {
-  static std::atomic<bool> loaded{false};
-  if (!rt.follow || rt.options.plan_path.empty() || loaded.exchange(true)) return;
+  if (!rt.follow || rt.options.plan_path.empty() || rt.plan_loaded.exchange(true)) return;
   std::string error;
   // The runtime keeps its iterations and stats; it only has no plan.
   if (!rt.follow->load_plan(rt.options.plan_path.c_str(), error))

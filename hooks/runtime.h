@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "allocator/buffer_table.h"
 #include "allocator/config.h"
@@ -63,6 +64,7 @@ struct Runtime {
   // never deleted, since other threads may still record while the process exits.
   std::atomic<trace::Recorder*> recorder{nullptr};
   std::atomic<bool> recorder_opened{false};
+  std::atomic<bool> plan_loaded{false};  // `plan:` read, at the first cuInit
   // With the recorder (record_timing): launch and prefetch durations
   // (Note [Device durations]); and the allocator's observer. Never deleted.
   std::atomic<DeviceTimer*> timer{nullptr};
@@ -94,8 +96,21 @@ struct Runtime {
 };
 
 // Initialises on first use; nullptr while initialising on this thread or if
-// no driver could be loaded.
+// no driver could be loaded (hooks/entry.cpp).
 Runtime* runtime() noexcept;
+
+// Sets up what `options` ask for, on a runtime whose Driver table is
+// filled: pass-through, or with a budget (or a plan's own, when only
+// `plan:` is set) the allocator and the plan follower; one error line when
+// a plan cannot be followed. Logs the configuration in effect at log:info.
+// Throws std::bad_alloc.
+void configure(Runtime& rt, conf::Options options);
+
+// What the trace's footer and `stats:true` report at exit: calls per hook,
+// the doors' answers, live buffers, the allocator's stats, the timings.
+std::vector<trace::Counter> exit_counters(Runtime& rt);
+// At exit: the counters logged (`stats:true`) and written, the trace closed.
+void close_out(Runtime& rt) noexcept;
 
 // Brackets every hook: counts the call, guards re-entry, initialises once.
 class Entry {
@@ -122,6 +137,10 @@ class Entry {
   Runtime* active_ = nullptr;
   const Driver* driver_ = nullptr;
 };
+
+// Whether anything needs the buffer table: an allocator (what a launch
+// touches) or a recorder (buffers named in the trace).
+bool tracking(Runtime& rt) noexcept;
 
 // What the hooks observe. Each runs after the driver call succeeded, never
 // throws, and latches pass-through if something inside fails.

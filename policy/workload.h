@@ -2,16 +2,8 @@
 // iteration of one device, as a sequence of ops on one compute engine and
 // the tensors that live during it, every time expressed as an op index.
 //
-// Glossary (policy/ words; tracer/trace.h has the rest):
-// - window: the ops of the chosen iteration (Note [Which iteration]).
-// - use: an op of the window that touches a tensor. Its allocation counts as
-//   a use; where the source gives only the producer and the free, the op
-//   that ends last before the free counts as the last use.
-// - resident at start: a tensor allocated before the window (weights,
-//   optimizer state, a previous iteration's leftovers). It is live from the
-//   window's start.
-// - forward pass: the ops before the loss point, the op at which the live
-//   bytes of the window first reach their peak (Note [The loss point]).
+// The words (window, use, resident at start, loss point) are defined once,
+// in docs/architecture.md ("Glossary").
 //
 // Invariants:
 // - ops are in trace order; an op's duration_ns is its own time on the

@@ -3,12 +3,8 @@
 // recorder_slots.cpp the per-thread slots (attach, thread exit, refill), and
 // recorder_writer.cpp the file: header, writer thread, chunks, end record.
 //
-// Glossary:
-//   buffer  buffer_bytes of encoded events from one thread; written whole as
-//           one chunk record. All buffers are allocated at open().
-//   slot    one thread's place in one recorder: its current buffer and the
-//           one-word lock that guards it.
-//   sweep   the writer taking buffers out of slots (Note [Sweeps]).
+// The words (buffer, slot, sweep) are defined in docs/architecture.md
+// ("Words of one component").
 //
 // Note [Per-thread buffers]: a recording thread finds its slot through a
 // small thread-local cache keyed by the recorder's uid and appends the event

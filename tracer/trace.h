@@ -3,14 +3,8 @@
 // recordings, TensorFlow 1 timelines and StepStats, TensorFlow 2 profiles and
 // PyTorch profiler traces and memory snapshots.
 //
-// Glossary (the same words are used in policy/ and the CLI):
-// - op: one unit of work on one device that takes time: a framework op
-//   (Conv2D, aten::mm), or a kernel launch in a `.cst` trace.
-// - tensor: one allocation, from its allocation to its free, with its size
-//   and the ops that touched it. Sources without per-op accesses give only
-//   the producer and the free; the free time then bounds the last use.
-// - iteration (step): one training step; ops and tensors carry the index of
-//   the iteration they belong to.
+// The words (op, tensor, iteration) are defined once, in
+// docs/architecture.md ("Glossary"), and used the same in policy/ and the CLI.
 //
 // Invariants, established by every importer and checked by validate():
 // - times are nanoseconds from the start of the trace (the earliest event

@@ -1,16 +1,7 @@
 // simcuda internals: the state behind the driver functions.
 //
-// Glossary:
-//   region      a range of device-visible address space: a linear allocation
-//               (cuMemAlloc*, pool allocations), pinned host memory, or a VMM
-//               reservation whose pieces are mapped to physical handles.
-//   handle      a physical allocation (cuMemCreate), a memfd mapped at fixed
-//               addresses; device- or host-located.
-//   op          one unit of stream work: kernel, copy, set, event record,
-//               event wait, stream-ordered free.
-//   engine      what an op occupies in virtual time: a device's compute
-//               engine, its host-to-device or device-to-host copy engine.
-//   seq         the global order in which ops were enqueued.
+// The words (region, handle, op, engine, seq) are defined in
+// docs/architecture.md ("Words of one component").
 //
 // Note [One lock]: all tables, queues and clocks are guarded by State::mu.
 // Op bodies (kernel functions, memcpy) run on stream workers without it; a
