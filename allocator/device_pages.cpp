@@ -28,6 +28,7 @@ ScopedContext::~ScopedContext() {
 }
 
 CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
+  dev.events.driver = &driver_;
   CUresult r = driver_.cuDeviceGet(&dev.cu_device, ordinal);
   if (r != CUDA_SUCCESS) return r;
   // Work is done in the context current at the device's first allocation
@@ -91,8 +92,8 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
 }
 
 CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
-                               std::span<Block* const> keep, bool may_evict,
-                               SharedEvent** after) noexcept {
+                               std::span<Block* const> keep, MayWait may_wait, bool may_evict,
+                               EventRef* after) noexcept {
   try {
     out.reserve(count);
   } catch (...) {
@@ -136,7 +137,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       break;
     }
     r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room()) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room(may_wait)) {
       // What it took goes back before it waits: the uses it waits for may
       // need those pages, and no page is held outside the allocator's
       // lists while the lock is free (Note [What always holds between
@@ -145,7 +146,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
         give_donated(dev, out, *after);
       else
         give_pages(dev, out);
-      if (wait_for_room()) {
+      if (wait_for_room(may_wait)) {
         r = CUDA_SUCCESS;
         continue;
       }
@@ -239,10 +240,10 @@ bool Allocator::reclaim_cached(Device& dev) noexcept {
   while (!dev.free_ranges.empty()) {
     FreeRange range = std::move(dev.free_ranges.front());
     dev.free_ranges.erase(dev.free_ranges.begin());
-    for (SharedEvent* event : {range.after, range.pending})
-      if (event && !event->done) (void)driver_.cuEventSynchronize(event->event);
-    release_event(range.after);
-    release_event(range.pending);
+    range.after.synchronize();
+    range.pending.synchronize();
+    range.after.reset();
+    range.pending.reset();
     if (driver_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) {
       dev.lost_device_bytes += range.pages.size() * dev.granularity;
       continue;
@@ -254,63 +255,61 @@ bool Allocator::reclaim_cached(Device& dev) noexcept {
   return false;
 }
 
-// Events are pooled with their SharedEvent, so that recording a use (every
-// launch) allocates nothing once the pool is warm.
-Allocator::SharedEvent* Allocator::record_event(Device& dev, CUstream stream) noexcept {
+EventRef Allocator::record_event(Device& dev, CUstream stream) noexcept {
   SharedEvent* shared = nullptr;
-  if (!dev.event_pool.empty()) {
-    shared = dev.event_pool.back();
-    dev.event_pool.pop_back();
+  if (!dev.events.free.empty()) {
+    shared = dev.events.free.back();
+    dev.events.free.pop_back();
   } else {
     CUevent event = nullptr;
-    if (driver_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
-    shared = new (std::nothrow) SharedEvent{event, dev.ordinal, 0, false};
+    if (driver_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return {};
+    shared = new (std::nothrow) SharedEvent{event, &dev.events, 0, false};
     if (!shared) {
       (void)driver_.cuEventDestroy_v2(event);
-      return nullptr;
+      return {};
     }
   }
   shared->refs = 1;
   shared->done = false;
-  if (driver_.cuEventRecord(shared->event, stream) != CUDA_SUCCESS) {
-    release_event(shared);
-    return nullptr;
-  }
-  return shared;
+  EventRef ref = EventRef::adopt(shared);
+  if (driver_.cuEventRecord(shared->event, stream) != CUDA_SUCCESS) return {};
+  return ref;
 }
 
-void Allocator::retain_event(SharedEvent* event) noexcept {
-  if (event) ++event->refs;
-}
-
-void Allocator::release_event(SharedEvent*& event) noexcept {
-  SharedEvent* e = event;
-  event = nullptr;
+void EventRef::reset() noexcept {
+  Allocator::SharedEvent* e = std::exchange(event_, nullptr);
   if (!e || --e->refs > 0) return;
-  Device* dev = static_cast<size_t>(e->device) < devices_.size()
-                    ? devices_[static_cast<size_t>(e->device)].get()
-                    : nullptr;
-  if (dev) {
-    try {
-      dev->event_pool.push_back(e);
-      return;
-    } catch (...) {
-      // Not kept: destroyed below.
-    }
+  try {
+    e->pool->free.push_back(e);
+    return;
+  } catch (...) {
+    // Not kept: destroyed below.
   }
-  (void)driver_.cuEventDestroy_v2(e->event);
+  (void)e->pool->driver->cuEventDestroy_v2(e->event);
   delete e;
 }
 
-// True when the event has completed (or there is none); it is then let go.
-bool Allocator::event_done(SharedEvent*& event) noexcept {
-  if (!event) return true;
-  if (!event->done) {
-    if (driver_.cuEventQuery(event->event) != CUDA_SUCCESS) return false;
-    event->done = true;
+bool EventRef::done() noexcept {
+  if (!event_) return true;
+  if (!event_->done) {
+    if (event_->pool->driver->cuEventQuery(event_->event) != CUDA_SUCCESS) return false;
+    event_->done = true;
   }
-  release_event(event);
+  reset();
   return true;
+}
+
+void EventRef::synchronize() noexcept {
+  if (event_ && !event_->done &&
+      event_->pool->driver->cuEventSynchronize(event_->event) == CUDA_SUCCESS)
+    event_->done = true;
+}
+
+EventPool::~EventPool() {
+  for (Allocator::SharedEvent* event : free) {
+    (void)driver->cuEventDestroy_v2(event->event);
+    delete event;
+  }
 }
 
 // A host copy nothing reads any more, kept for the next eviction of that
@@ -344,14 +343,13 @@ void Allocator::collect_host_releases(Device& dev, bool wait) noexcept {
   auto& releases = dev.host_releases;
   for (size_t i = 0; i < releases.size();) {
     HostRelease& release = releases[i];
-    if (wait && release.after && !release.after->done)
-      (void)driver_.cuEventSynchronize(release.after->event);
-    if (!event_done(release.after)) {
+    if (wait) release.after.synchronize();
+    if (!release.after.done()) {
       ++i;
       continue;
     }
     give_host_copy_back(dev, release.stash, release.stash_bytes, release.host);
-    releases[i] = releases.back();
+    releases[i] = std::move(releases.back());
     releases.pop_back();
   }
 }

@@ -41,7 +41,7 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed,
   if (candidates.empty()) return CUDA_ERROR_OUT_OF_MEMORY;
   // Completed last uses first, then least recently used.
   for (Block* block : candidates)
-    (void)event_done(block->last_use);
+    (void)block->last_use.done();
   std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) {
     const bool a_idle = !a->last_use, b_idle = !b->last_use;
     if (a_idle != b_idle) return a_idle;
@@ -126,14 +126,13 @@ void Allocator::release_host_copy(Device& dev, Block& block) noexcept {
 // Hands `block`'s host copy to the releases, to go back once `after` is
 // done (collect_host_releases); false, with nothing changed, when it cannot
 // be queued.
-bool Allocator::release_host_copy_after(Device& dev, Block& block, SharedEvent* after) noexcept {
+bool Allocator::release_host_copy_after(Device& dev, Block& block, const EventRef& after) noexcept {
   try {
     dev.host_releases.push_back(
         {block.stash, block.stash ? block.size_bytes : 0, block.host, after});
   } catch (...) {
     return false;
   }
-  retain_event(after);
   block.stash = nullptr;
   block.host = {};
   return true;
@@ -169,10 +168,10 @@ bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
   // Without the mapping the bytes are still in the host copy: the range
   // stays unmapped until the next use brings them back.
   if (block.host.handle) block.range_on_host = map_host_copy(dev, block);
-  release_event(block.last_use);
-  for (SharedEvent*& wait : block.waits.events)
-    release_event(wait);
-  release_event(block.evict_copy);
+  block.last_use.reset();
+  for (EventRef& wait : block.waits.events)
+    wait.reset();
+  block.evict_copy.reset();
   block.donated = false;
   block.residency = Residency::evicted;
   const uint64_t bytes =
@@ -211,9 +210,9 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
 // Queues `block`'s copy to its host copy on the eviction stream, after its
 // last use and whatever it waits for.
 CUresult Allocator::queue_copy_out(Device& dev, Block& block) noexcept {
-  for (SharedEvent* event : {block.last_use, block.waits.events[0], block.waits.events[1]}) {
-    if (!event || event->done) continue;
-    if (CUresult r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event, 0);
+  for (const EventRef* event : {&block.last_use, &block.waits.events[0], &block.waits.events[1]}) {
+    if (event->known_done()) continue;
+    if (CUresult r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event(), 0);
         r != CUDA_SUCCESS)
       return r;
   }
@@ -242,7 +241,7 @@ CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& que
 // be reading them, so their next uses wait for the eviction stream, and
 // their host copies go back only after it.
 void Allocator::abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept {
-  SharedEvent* drained = queued > 0 ? record_event(dev, dev.evict_stream) : nullptr;
+  EventRef drained = queued > 0 ? record_event(dev, dev.evict_stream) : EventRef();
   for (size_t i = 0; i < ready.size(); ++i) {
     Block& block = *ready[i];
     if (i >= queued) {
@@ -254,18 +253,15 @@ void Allocator::abandon_evictions(Device& dev, std::span<Block*> ready, size_t q
       lose_host_copy(dev, block);
       continue;
     }
-    for (SharedEvent*& wait : block.waits.events)
-      release_event(wait);
-    retain_event(drained);
     block.waits.events[0] = drained;
+    block.waits.events[1].reset();
     if (!release_host_copy_after(dev, block, drained)) {
       // Not queued: wait for the copies, then nothing reads it.
-      (void)driver_.cuEventSynchronize(drained->event);
+      drained.synchronize();
       release_host_copy(dev, block);
     }
     block.residency = Residency::resident;
   }
-  release_event(drained);
 }
 
 // Brings `block` back for a use on `stream`: pages mapped at its range, the
@@ -279,12 +275,14 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   if (block.range_bytes > dev.budget_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   collect_host_releases(dev, false);
   std::vector<PageHandle> pages;
-  SharedEvent* donor = nullptr;  // pages still being copied out: the copy in waits for them
+  EventRef donor;  // pages still being copied out: the copy in waits for them
+  // A prefetch never waits for room: its caller holds pins, or is a plan
+  // that lets the use fetch the buffer instead (Note [Waiting for room]).
   CUresult r = take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages,
-                          keep, may_evict, &donor);
+                          keep, /*may_wait=*/nullptr, may_evict, &donor);
   if (r != CUDA_SUCCESS) return r;
   if (donor &&
-      (r = driver_.cuStreamWaitEvent(dev.prefetch_stream, donor->event, 0)) != CUDA_SUCCESS) {
+      (r = driver_.cuStreamWaitEvent(dev.prefetch_stream, donor.event(), 0)) != CUDA_SUCCESS) {
     give_donated(dev, pages, donor);
     return r;
   }
@@ -296,8 +294,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   }
   if (block.range_on_host) {
     // Unseen kernels may have used the host mapping; seen ones are waited for.
-    if (block.last_use && !block.last_use->done)
-      (void)driver_.cuEventSynchronize(block.last_use->event);
+    block.last_use.synchronize();
     if ((r = driver_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
       give_donated(dev, pages, donor);
       return r;
@@ -321,7 +318,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
                   : driver_.cuMemcpyDtoDAsync_v2(block.base, block.host.window, block.size_bytes,
                                                  dev.prefetch_stream);
   const uint64_t bytes = block.size_bytes;  // the rest of the range is not the buffer's
-  SharedEvent* copied = r == CUDA_SUCCESS ? record_event(dev, dev.prefetch_stream) : nullptr;
+  EventRef copied = r == CUDA_SUCCESS ? record_event(dev, dev.prefetch_stream) : EventRef();
   // Reported while the copy is just queued, so that what times it follows it
   // on the stream; and only when it counts (Note [Residency]).
   if (observer_) {
@@ -337,30 +334,29 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
   }
   if (stream != dev.prefetch_stream) {
-    if ((r = driver_.cuStreamWaitEvent(stream, copied->event, 0)) != CUDA_SUCCESS) {
+    if ((r = driver_.cuStreamWaitEvent(stream, copied.event(), 0)) != CUDA_SUCCESS) {
       // Safe either way: wait here rather than undo a queued copy.
-      (void)driver_.cuEventSynchronize(copied->event);
+      copied.synchronize();
     }
   }
   range.commit();
-  release_event(donor);
-  prefetch_queued(dev, block, pages, copied, reason);
+  donor.reset();
+  prefetch_queued(dev, block, pages, std::move(copied), reason);
   return CUDA_SUCCESS;
 }
 
-// The copy back is queued and `copied` follows it (the reference passes to
-// the block): the pages are the block's, the host copy goes back once the
-// copy is done, and the block's next use waits for it.
+// The copy back is queued and `copied` follows it: the pages are the
+// block's, the host copy goes back once the copy is done, and the block's
+// next use waits for it.
 void Allocator::prefetch_queued(Device& dev, Block& block, std::vector<PageHandle>& pages,
-                                SharedEvent* copied, PrefetchReason reason) noexcept {
+                                EventRef copied, PrefetchReason reason) noexcept {
   block.pages = std::move(pages);
   stats_.bytes_to_device += block.size_bytes;
   ++stats_.prefetches;
   if (reason == PrefetchReason::on_demand) ++stats_.prefetches_on_demand;
   (void)release_host_copy_after(dev, block, copied);  // room reserved by prefetch()
-  for (SharedEvent*& wait : block.waits.events)
-    release_event(wait);
-  block.waits.events[0] = copied;
+  block.waits.events[0] = std::move(copied);
+  block.waits.events[1].reset();
   block.residency = Residency::prefetching;
 }
 

@@ -56,8 +56,8 @@ struct Findings {
     out += fmt::format(format, std::forward<Args>(args)...);
     out += '\n';
   }
-  void hold(const SharedEvent* event) {
-    if (event) ++held[event];
+  void hold(const EventRef& ref) {
+    if (ref) ++held[ref.get()];
   }
 };
 
@@ -69,7 +69,7 @@ void check_residency(Findings& f, const Device& dev, const Block& block, const s
     f.fail("{}: its range of {} bytes is not whole pages", name, block.range_bytes);
   const bool in_flight =
       std::find(dev.evicting.begin(), dev.evicting.end(), &block) != dev.evicting.end();
-  if (in_flight != (block.evict_copy != nullptr))
+  if (in_flight != static_cast<bool>(block.evict_copy))
     f.fail("{}: eviction copy {} but {} the evictions in flight", name,
            block.evict_copy ? "set" : "unset", in_flight ? "in" : "not in");
   switch (block.residency) {
@@ -163,7 +163,7 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
            dev.budget_bytes);
   if (used != dev.used_bytes)
     f.fail("device {}: used_bytes {}, its buffers add up to {}", dev.ordinal, dev.used_bytes, used);
-  for (const SharedEvent* event : dev.event_pool)
+  for (const SharedEvent* event : dev.events.free)
     if (event->refs != 0 || f.held.count(event))
       f.fail("device {}: a pooled event still held ({} references)", dev.ordinal, event->refs);
 }
@@ -196,10 +196,14 @@ std::string Allocator::check() noexcept {
       f.fail("stats: device_bytes {}, the devices add up to {}", stats_.device_bytes, device_bytes);
     if (f.host_bytes != stats_.host_bytes)
       f.fail("stats: host_bytes {}, the host copies add up to {}", stats_.host_bytes, f.host_bytes);
-    for (const auto& [event, holders] : f.held)
-      if (event->refs != holders)
-        f.fail("an event on device {} has {} references and {} holders", event->device, event->refs,
-               holders);
+    for (const auto& [event, holders] : f.held) {
+      if (event->refs == holders) continue;
+      int ordinal = -1;
+      for (const auto& dev : devices_)
+        if (dev && &dev->events == event->pool) ordinal = dev->ordinal;
+      f.fail("an event on device {} has {} references and {} holders", ordinal, event->refs,
+             holders);
+    }
     return f.out;
   } catch (...) {
     return "the check ran out of memory\n";

@@ -24,8 +24,7 @@
 namespace cuswap {
 
 CUresult Allocator::start_eviction(uintptr_t base) noexcept {
-  std::unique_lock lock(mu_);
-  Holding holding(held_, lock);
+  std::lock_guard lock(mu_);
   auto it = blocks_.find(base);
   if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
   Block& block = *it->second;
@@ -48,7 +47,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     release_host_copy(dev, block);
     return r;
   }
-  SharedEvent* copied = record_event(dev, dev.evict_stream);
+  EventRef copied = record_event(dev, dev.evict_stream);
   if (!copied) {
     // Cannot tell when it is done: wait for it and land it now.
     if (driver_.cuStreamSynchronize(dev.evict_stream) != CUDA_SUCCESS) {
@@ -59,7 +58,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     (void)land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
     return CUDA_SUCCESS;
   }
-  block.evict_copy = copied;
+  block.evict_copy = std::move(copied);
   dev.evicting.push_back(&block);  // reserved above
   return CUDA_SUCCESS;
 }
@@ -69,7 +68,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
 // in order, so it ends after the others). The donor's range stays mapped to
 // them until it lands, unused.
 bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
-                             SharedEvent*& after) noexcept {
+                             EventRef& after) noexcept {
   bool took = false;
   for (Block* block : dev.evicting) {
     if (out.size() >= out.capacity() || count == 0) break;
@@ -80,8 +79,6 @@ bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>&
       --count;
     }
     block->donated = true;
-    retain_event(block->evict_copy);
-    release_event(after);
     after = block->evict_copy;
     took = true;
   }
@@ -91,9 +88,9 @@ bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>&
 // Pages that may hold donated ones go back to the pool once the copies
 // reading them are done.
 void Allocator::give_donated(Device& dev, std::vector<PageHandle>& pages,
-                             SharedEvent*& after) noexcept {
-  if (after && !after->done) (void)driver_.cuEventSynchronize(after->event);
-  release_event(after);
+                             EventRef& after) noexcept {
+  after.synchronize();
+  after.reset();
   give_pages(dev, pages);
 }
 
@@ -101,10 +98,8 @@ bool Allocator::land_evictions(Device& dev, bool wait_for_one) noexcept {
   bool landed = false;
   for (size_t i = 0; i < dev.evicting.size();) {
     Block& block = *dev.evicting[i];
-    if (wait_for_one && !landed && block.evict_copy && !block.evict_copy->done &&
-        driver_.cuEventSynchronize(block.evict_copy->event) == CUDA_SUCCESS)
-      block.evict_copy->done = true;
-    if (!event_done(block.evict_copy)) {
+    if (wait_for_one && !landed) block.evict_copy.synchronize();
+    if (!block.evict_copy.done()) {
       ++i;
       continue;
     }
@@ -120,44 +115,38 @@ void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noex
   if (block.donated) {
     // Its pages are another buffer's now: it can only land, and come back
     // as any evicted buffer does.
-    if (block.evict_copy && !block.evict_copy->done &&
-        driver_.cuEventSynchronize(block.evict_copy->event) == CUDA_SUCCESS)
-      block.evict_copy->done = true;
+    block.evict_copy.synchronize();
     (void)land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
     return;
   }
-  SharedEvent* copy = block.evict_copy;
-  block.evict_copy = nullptr;
+  EventRef copy = std::move(block.evict_copy);
   ++stats_.evictions_cancelled;
-  if (!copy || event_done(copy)) {
+  if (copy.done()) {
     release_host_copy(dev, block);
     return;
   }
   // The host copy goes back once the copy reading into it is done; the
   // use (or the buffer's next use) waits for the copy.
-  bool ordered = stream && driver_.cuStreamWaitEvent(stream, copy->event, 0) == CUDA_SUCCESS;
+  bool ordered = stream && driver_.cuStreamWaitEvent(stream, copy.event(), 0) == CUDA_SUCCESS;
   if (!ordered) {
-    for (SharedEvent*& wait : block.waits.events) {
+    for (EventRef& wait : block.waits.events) {
       if (wait) continue;
-      retain_event(copy);
       wait = copy;
       ordered = true;
       break;
     }
   }
   const bool queued = release_host_copy_after(dev, block, copy);
-  if (!ordered || !queued) (void)driver_.cuEventSynchronize(copy->event);
+  if (!ordered || !queued) copy.synchronize();
   if (queued) {
     block.residency = Residency::resident;
   } else {
     release_host_copy(dev, block);
   }
-  release_event(copy);
 }
 
 CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent done) noexcept {
-  std::unique_lock lock(mu_);
-  Holding holding(held_, lock);
+  std::lock_guard lock(mu_);
   auto it = blocks_.find(base);
   if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
   Block& block = *it->second;
@@ -172,11 +161,10 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
   if (block.residency != Residency::evicted) return CUDA_ERROR_NOT_READY;
   (void)land_evictions(dev, false);
   if (trigger) {
-    SharedEvent* reached = record_event(dev, trigger);
-    if (reached) {
-      CUresult r = driver_.cuStreamWaitEvent(dev.prefetch_stream, reached->event, 0);
-      release_event(reached);
-      if (r != CUDA_SUCCESS) return r;
+    if (const EventRef reached = record_event(dev, trigger)) {
+      if (CUresult r = driver_.cuStreamWaitEvent(dev.prefetch_stream, reached.event(), 0);
+          r != CUDA_SUCCESS)
+        return r;
     }
   }
   Block* keep[] = {&block};

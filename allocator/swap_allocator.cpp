@@ -22,34 +22,10 @@ Allocator::~Allocator() {
   // A test is done (the shim's allocator lives as long as the process):
   // device memory goes back with the context; cuswap's own bookkeeping is
   // freed here, and the stash gives its pinned memory back.
-  for (auto& [base, block] : blocks_) {
-    release_event(block->last_use);
-    release_event(block->evict_copy);
-    for (SharedEvent*& wait : block->waits.events)
-      release_event(wait);
+  // Events go back to their pools as their holders go (Note [Shared
+  // events]); the pools, destroyed last with their devices, destroy them.
+  for (auto& [base, block] : blocks_)
     delete block;
-  }
-  for (auto& dev : devices_) {
-    if (!dev) continue;
-    for (FreeRange& range : dev->free_ranges) {
-      release_event(range.after);
-      release_event(range.pending);
-    }
-    for (auto& slots : dev->small_free)
-      for (SmallFree& slot : slots) {
-        release_event(slot.after);
-        release_event(slot.pending);
-      }
-    for (HostRelease& release : dev->host_releases)
-      release_event(release.after);
-  }
-  for (auto& dev : devices_) {
-    if (!dev) continue;
-    for (SharedEvent* event : dev->event_pool) {
-      (void)driver_.cuEventDestroy_v2(event->event);
-      delete event;
-    }
-  }
 }
 
 CUresult Allocator::current_device(int& ordinal) noexcept {
@@ -92,7 +68,6 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (size_bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::unique_lock lock(mu_);
-  Holding holding(held_, lock);
   int ordinal = 0;
   if (CUresult r = current_device(ordinal); r != CUDA_SUCCESS) return r;
   Device* dev = nullptr;
@@ -101,8 +76,8 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   if (scope.status() != CUDA_SUCCESS) return scope.status();
   Block* block = nullptr;
   CUresult r = size_bytes >= settings_.swap_min_bytes
-                   ? allocate_large(*dev, size_bytes, stream, stream_ordered, block)
-                   : allocate_small(*dev, size_bytes, stream, stream_ordered, block);
+                   ? allocate_large(*dev, size_bytes, stream, stream_ordered, &lock, block)
+                   : allocate_small(*dev, size_bytes, stream, stream_ordered, &lock, block);
   if (r != CUDA_SUCCESS) {
     ++stats_.out_of_memory;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -134,7 +109,7 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
 }
 
 CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
-                                   Block*& out) noexcept {
+                                   MayWait may_wait, Block*& out) noexcept {
   const uint64_t range_bytes = round_up(size_bytes, dev.granularity);
   auto block = std::make_unique<Block>();
   block->size_bytes = size_bytes;
@@ -156,11 +131,8 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
     block->base = pick->base;
     block->pages = std::move(pick->pages);
     const bool same_stream = ordered && pick->stream_ordered && pick->stream == stream;
-    if (same_stream)
-      release_event(pick->after);
-    else
-      block->waits.events[0] = pick->after;
-    block->waits.events[1] = pick->pending;
+    if (!same_stream) block->waits.events[0] = std::move(pick->after);
+    block->waits.events[1] = std::move(pick->pending);
     ranges.erase(pick);
     ++stats_.reused_ranges;
     ++stats_.allocations_large;
@@ -174,9 +146,10 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
     return CUDA_SUCCESS;
   }
   std::vector<PageHandle> pages;
-  SharedEvent* donor = nullptr;  // the new buffer's first use waits for it (Note [Planned moves])
+  EventRef donor;  // the new buffer's first use waits for it (Note [Planned moves])
   CUresult r =
-      take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {}, true, &donor);
+      take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {}, may_wait,
+                 /*may_evict=*/true, &donor);
   if (r != CUDA_SUCCESS) return r;
   MappedRange range(driver_, dev);
   if ((r = range.reserve(range_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
@@ -186,7 +159,7 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
   }
   block->base = range.commit();
   block->pages = std::move(pages);
-  block->waits.events[0] = donor;
+  block->waits.events[0] = std::move(donor);
   ++stats_.allocations_large;
   out = block.release();
   return CUDA_SUCCESS;
@@ -224,7 +197,7 @@ CUresult Allocator::allocate_on_host(Device& dev, Block& block) noexcept {
 }
 
 CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
-                                   Block*& out) noexcept {
+                                   MayWait may_wait, Block*& out) noexcept {
   const uint64_t class_bytes = std::max<uint64_t>(512, std::bit_ceil(size_bytes));
   const auto cls = static_cast<size_t>(std::countr_zero(class_bytes));
   if (cls >= kSmallClasses) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -233,7 +206,8 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
     // A new slab: whole pages cut into buffers of this class.
     const uint64_t slab_bytes = round_up(class_bytes, dev.granularity);
     std::vector<PageHandle> pages;
-    CUresult r = take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {});
+    CUresult r =
+        take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {}, may_wait);
     if (r != CUDA_SUCCESS) return r;
     MappedRange range(driver_, dev);
     if ((r = range.reserve(slab_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
@@ -256,31 +230,30 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
     // Slab pages are the slab's for good: they leave the page accounting
     // of evictable memory but stay in device_bytes.
     for (uint64_t offset = slab_bytes; offset >= class_bytes; offset -= class_bytes)
-      free_list.push_back({base + offset - class_bytes, nullptr, nullptr, nullptr, false});
+      free_list.push_back({base + offset - class_bytes, {}, {}, nullptr, false});
   }
   auto block = std::make_unique<Block>();
-  SmallFree slot = free_list.back();
   // The same stream's stream-ordered free needs no wait; prefer it.
+  size_t pick = free_list.size() - 1;
   if (ordered) {
     for (size_t i = free_list.size(); i-- > 0;) {
       if (free_list[i].stream_ordered && free_list[i].stream == stream) {
-        slot = free_list[i];
-        free_list[i] = free_list.back();
+        pick = i;
         break;
       }
     }
   }
+  SmallFree slot = std::move(free_list[pick]);
+  if (pick + 1 != free_list.size()) free_list[pick] = std::move(free_list.back());
   free_list.pop_back();
   block->base = slot.address;
   block->size_bytes = size_bytes;
   block->range_bytes = class_bytes;
   block->device = dev.ordinal;
   block->small = true;
-  if (ordered && slot.stream_ordered && slot.stream == stream)
-    release_event(slot.after);
-  else
-    block->waits.events[0] = slot.after;
-  block->waits.events[1] = slot.pending;
+  if (!(ordered && slot.stream_ordered && slot.stream == stream))
+    block->waits.events[0] = std::move(slot.after);
+  block->waits.events[1] = std::move(slot.pending);
   ++stats_.allocations_small;
   out = block.release();
   return CUDA_SUCCESS;
@@ -312,43 +285,37 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   if (block->evict_copy) cancel_eviction(dev, *block, nullptr);
   // What the next owner must wait for: the free's place in its stream, or
   // the last use this allocator saw.
-  SharedEvent* after = nullptr;
+  EventRef after;
   if (ordered && scope.status() == CUDA_SUCCESS) after = record_event(dev, stream);
-  if (!after) {
-    after = block->last_use;
-    block->last_use = nullptr;
-  }
-  release_event(block->last_use);
+  if (!after) after = std::move(block->last_use);
+  block->last_use.reset();
   // Waits the buffer still owes (a prefetch copy, a previous owner's use)
   // pass on to the next owner; a second one is waited for here (rare: two
   // unfinished waits on a buffer freed before any use).
-  SharedEvent* pending = nullptr;
-  for (SharedEvent*& wait : block->waits.events) {
-    if (!wait || event_done(wait)) continue;
+  EventRef pending;
+  for (EventRef& wait : block->waits.events) {
+    if (wait.done()) continue;
     if (!pending) {
-      std::swap(pending, wait);
+      pending = std::move(wait);
       continue;
     }
-    (void)driver_.cuEventSynchronize(wait->event);
-    release_event(wait);
+    wait.synchronize();
+    wait.reset();
   }
   if (block->small) {
     try {
       dev.small_free[static_cast<size_t>(std::countr_zero(block->range_bytes))].push_back(
-          {block->base, after, pending, stream, ordered});
+          {block->base, std::move(after), std::move(pending), stream, ordered});
     } catch (...) {
-      release_event(after);  // the slot is lost, the memory stays mapped
-      release_event(pending);
+      // The slot is lost; the memory stays mapped.
     }
     return;
   }
   if (block->residency == Residency::evicted) {
     // Its bytes are dead: the host copy goes back, the range goes away.
-    release_event(after);
-    release_event(pending);
     if (block->range_on_host) {
       // Kernels may still use it in place (Note [Buffers bigger than the budget]).
-      if (after && !after->done) (void)driver_.cuEventSynchronize(after->event);
+      after.synchronize();
       (void)driver_.cuMemUnmap(block->base, block->range_bytes);
     }
     give_host_copy_back(dev, block->stash, block->size_bytes, block->host);
@@ -359,10 +326,8 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     dev.free_ranges.reserve(dev.free_ranges.size() + 1);
   } catch (...) {
     // Cannot keep it cached: wait for it and let it go now.
-    if (after && after->event) (void)driver_.cuEventSynchronize(after->event);
-    if (pending && pending->event) (void)driver_.cuEventSynchronize(pending->event);
-    release_event(after);
-    release_event(pending);
+    after.synchronize();
+    pending.synchronize();
     if (driver_.cuMemUnmap(block->base, block->range_bytes) != CUDA_SUCCESS) {
       dev.lost_device_bytes += block->pages.size() * dev.granularity;
       return;
@@ -375,8 +340,8 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   range.base = block->base;
   range.range_bytes = block->range_bytes;
   range.pages = std::move(block->pages);
-  range.after = after;
-  range.pending = pending;
+  range.after = std::move(after);
+  range.pending = std::move(pending);
   range.stream = stream;
   range.stream_ordered = ordered;
   dev.free_ranges.push_back(std::move(range));  // reserved above
@@ -394,8 +359,7 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
   std::span<Block* const> keep(named, count);
   for (int attempt = 0;; ++attempt) {
     // With this use's pins held nothing below waits for room (Note
-    // [Waiting for room]): held_ is null for as long as mu_ is held here.
-    held_ = nullptr;
+    // [Waiting for room]): make_resident is given no lock to wait with.
     for (Block* block : keep)
       ++block->pins;
     CUresult r = make_resident(stream, use, keep);
@@ -416,7 +380,7 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
 // prepare must not wait holding pins of its own: threads that each pinned
 // part of what they need would wait for each other, and every one would
 // fail though each use fits by itself. So a prepare never waits for room
-// inside (held_ is null there); it lets its pins go, so that the others can
+// inside (it passes no lock down); it lets its pins go, so that the others can
 // take their pages, waits for a finish (kRoomWait at a time, at most
 // kRoomWaits times), and starts again. With no use in flight nothing is
 // pinned but its own, so it is out of memory. An allocation holds no pins
@@ -465,9 +429,9 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
       }
     }
     bool waited = false;
-    for (SharedEvent*& wait : block->waits.events) {
-      if (!wait || event_done(wait)) continue;
-      if (CUresult r = driver_.cuStreamWaitEvent(stream, wait->event, 0); r != CUDA_SUCCESS)
+    for (EventRef& wait : block->waits.events) {
+      if (wait.done()) continue;
+      if (CUresult r = driver_.cuStreamWaitEvent(stream, wait.event(), 0); r != CUDA_SUCCESS)
         return r;
       waited = true;
     }
@@ -483,7 +447,7 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
 void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) noexcept {
   std::lock_guard lock(mu_);
   if (blocks_.empty() && active_uses_ == 0) return;
-  SharedEvent* event = nullptr;
+  EventRef event;
   bool recorded = result != CUDA_SUCCESS;  // nothing to record for a failed call
   for (size_t i = 0; i < use.bases.size(); ++i) {
     auto it = blocks_.find(use.bases[i]);
@@ -501,23 +465,17 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
       // so the buffers' older last uses stay true.
       if (!event) (void)driver_.cuStreamSynchronize(stream);
     }
-    if (!event) continue;
-    release_event(block->last_use);
-    retain_event(event);
-    block->last_use = event;
+    if (event) block->last_use = event;
   }
-  if (event) release_event(event);  // the recording's own reference
   if (active_uses_ > 0) --active_uses_;
   finished_.notify_all();
 }
 
-// Called with mu_ held (through held_) when no room can be made: waits for
-// a prepared use to finish, if there is one. False: nothing to wait for.
-bool Allocator::wait_for_room() noexcept {
-  if (!can_wait_for_room()) return false;
-  std::unique_lock<std::mutex>* mine = held_;
-  finished_.wait(*mine);
-  held_ = mine;
+// Called with mu_ held, through `may_wait`, when no room can be made: waits
+// for a prepared use to finish, if there is one. False: nothing to wait for.
+bool Allocator::wait_for_room(MayWait may_wait) noexcept {
+  if (!can_wait_for_room(may_wait)) return false;
+  finished_.wait(*may_wait);
   return true;
 }
 

@@ -3,22 +3,8 @@
 // allocation, free, launch, copy and set through it; tests drive it directly
 // with a Driver table pointed at simcuda.
 //
-// Glossary:
-// - buffer: one allocation the application holds, [base, base + size_bytes).
-// - range: the virtual address range a large buffer owns (cuMemAddressReserve),
-//   a whole number of pages; its address never changes (Note [Stable addresses]).
-// - page: one granularity unit (2 MiB) of physical device memory, a
-//   cuMemCreate handle. Pages are pooled per device and reused.
-// - slab: one page cut into equal small buffers of one size class; small
-//   buffers live in slabs and are never evicted on their own.
-// - residency: where a large buffer's bytes are (Note [Residency]).
-// - host copy: where an evicted buffer's bytes are: a host-located physical
-//   allocation mapped at the buffer's own range (Note [Eviction keeps the
-//   address mapped]), or, where the driver has no host-located memory, a
-//   block of the pinned host stash with the range left unmapped.
-// - use: one launch, copy or set that touches buffers; it is prepared
-//   (buffers made resident, the stream made to wait for their copies) before
-//   the driver call and finished (its completion event recorded) after.
+// The words (buffer, range, page, slab, residency, host copy, use) are
+// defined once, in docs/architecture.md ("Glossary").
 //
 // Note [Stable addresses]: a framework may hold a device pointer for the
 // life of the process, and kernels may store it in device memory. A large
@@ -91,6 +77,7 @@ namespace cuswap {
 struct Driver;
 class HostStash;
 struct HostCopy;  // allocator/swap_internal.h
+class EventRef;   // allocator/swap_internal.h
 
 // What the allocator needs to know, from CUSWAP_CONF.
 struct AllocatorSettings {
@@ -195,7 +182,6 @@ class Allocator {
   AllocatorSettings settings_;
   std::mutex mu_;
   std::condition_variable finished_;              // a finish() unpinned something
-  std::unique_lock<std::mutex>* held_ = nullptr;  // the holder's lock, for waits
   uint64_t active_uses_ = 0;                      // prepared and not yet finished
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base
@@ -203,14 +189,19 @@ class Allocator {
   SwapStats stats_;
   SwapObserver* observer_ = nullptr;
 
+  // The caller's hold on mu_, handed down a path that may wait for room
+  // with it released (Note [Waiting for room]); nullptr on a path that
+  // must not wait (a prepare holding pins, a planned prefetch).
+  using MayWait = std::unique_lock<std::mutex>*;
+
   // allocator/swap_allocator.cpp
   [[nodiscard]] CUresult current_device(int& ordinal) noexcept;
   [[nodiscard]] CUresult device(int ordinal, Device*& out) noexcept;
   [[nodiscard]] CUresult allocate_large(Device& dev, uint64_t size_bytes, CUstream stream,
-                                        bool ordered, Block*& out) noexcept;
+                                        bool ordered, MayWait may_wait, Block*& out) noexcept;
   [[nodiscard]] CUresult allocate_on_host(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
-                                        bool ordered, Block*& out) noexcept;
+                                        bool ordered, MayWait may_wait, Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
 
   // allocator/device_pages.cpp
@@ -219,14 +210,12 @@ class Allocator {
   [[nodiscard]] CUresult trim_device(Device& dev, uint64_t keep_bytes) noexcept;
   [[nodiscard]] CUresult take_pages(Device& dev, size_t count,
                                     std::vector<CUmemGenericAllocationHandle>& out,
-                                    std::span<Block* const> keep, bool may_evict = true,
-                                    SharedEvent** after = nullptr) noexcept;
+                                    std::span<Block* const> keep, MayWait may_wait,
+                                    bool may_evict = true, EventRef* after = nullptr) noexcept;
   void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
   bool reclaim_cached(Device& dev) noexcept;
-  SharedEvent* record_event(Device& dev, CUstream stream) noexcept;
-  void release_event(SharedEvent*& event) noexcept;
-  void retain_event(SharedEvent* event) noexcept;
-  bool event_done(SharedEvent*& event) noexcept;
+  // Records an event on `stream` (Note [Shared events]); empty if it cannot.
+  EventRef record_event(Device& dev, CUstream stream) noexcept;
   void collect_host_releases(Device& dev, bool wait) noexcept;
   void cache_host_copy(Device& dev, const HostCopy& copy) noexcept;
   void give_host_copy_back(Device& dev, void* stash, uint64_t stash_bytes,
@@ -242,11 +231,11 @@ class Allocator {
   [[nodiscard]] CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
                                   PrefetchReason reason, bool may_evict = true) noexcept;
   void prefetch_queued(Device& dev, Block& block, std::vector<CUmemGenericAllocationHandle>& pages,
-                       SharedEvent* copied, PrefetchReason reason) noexcept;
+                       EventRef copied, PrefetchReason reason) noexcept;
   [[nodiscard]] CUresult take_host_copy(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult host_exhausted(Device& dev, CUresult r) noexcept;
   void release_host_copy(Device& dev, Block& block) noexcept;
-  bool release_host_copy_after(Device& dev, Block& block, SharedEvent* after) noexcept;
+  bool release_host_copy_after(Device& dev, Block& block, const EventRef& after) noexcept;
   void lose_host_copy(Device& dev, Block& block) noexcept;
   bool map_host_copy(Device& dev, Block& block) noexcept;
   bool land_eviction(Device& dev, Block& block, EvictReason reason, uint64_t copied_ns) noexcept;
@@ -254,15 +243,15 @@ class Allocator {
   // allocator/planned_moves.cpp
   bool land_evictions(Device& dev, bool wait_for_one) noexcept;
   bool donate_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
-                    SharedEvent*& after) noexcept;
+                    EventRef& after) noexcept;
   void give_donated(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages,
-                    SharedEvent*& after) noexcept;
+                    EventRef& after) noexcept;
   void cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept;
   [[nodiscard]] CUresult make_resident(CUstream stream, const UseBuffers& use,
                                        std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;
-  bool can_wait_for_room() const noexcept { return active_uses_ > 0 && held_; }
-  bool wait_for_room() noexcept;
+  bool can_wait_for_room(MayWait may_wait) const noexcept { return active_uses_ > 0 && may_wait; }
+  bool wait_for_room(MayWait may_wait) noexcept;
   // Note [Waiting for room]: false when no other use is in flight, or after
   // enough waits; else waits for a finish with `lock` (mu_) released.
   bool wait_for_others(std::unique_lock<std::mutex>& lock, int attempt) noexcept;

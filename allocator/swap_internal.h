@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "allocator/host_stash.h"
@@ -16,18 +17,73 @@ namespace cuswap {
 
 using PageHandle = CUmemGenericAllocationHandle;
 
-// An event shared by every buffer a use touched: recorded once per use,
-// returned to its device's pool when the last holder lets go.
+struct EventPool;
+
+// Note [Shared events]: one event is recorded per use and shared by every
+// buffer the use touched (as their last use), by the copies ordered after
+// it and by freed memory that must not be reused before it. An EventRef is
+// one counted reference to it: copying retains, reset() or the destructor
+// releases, and the last release returns the event to its device's pool,
+// where record_event() takes it again, so that recording a use (every
+// launch) allocates nothing once the pool is warm. The invariant checker
+// counts each event's references against the places that hold it.
 struct Allocator::SharedEvent {
   CUevent event = nullptr;
-  int device = 0;
+  EventPool* pool = nullptr;
   uint32_t refs = 0;
   bool done = false;  // cuEventQuery said so once: it stays done
 };
 
+class EventRef {
+ public:
+  EventRef() = default;
+  // Takes over a reference already counted (record_event()'s).
+  static EventRef adopt(Allocator::SharedEvent* event) noexcept {
+    EventRef ref;
+    ref.event_ = event;
+    return ref;
+  }
+  EventRef(const EventRef& other) noexcept : event_(other.event_) {
+    if (event_) ++event_->refs;
+  }
+  EventRef(EventRef&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  EventRef& operator=(EventRef other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  ~EventRef() { reset(); }
+
+  void reset() noexcept;
+  explicit operator bool() const noexcept { return event_ != nullptr; }
+  Allocator::SharedEvent* get() const noexcept { return event_; }
+  CUevent event() const noexcept { return event_->event; }
+  // Whether cuEventQuery has said it completed (no driver call).
+  bool known_done() const noexcept { return !event_ || event_->done; }
+  // True when there is no event or it has completed; a completed one is
+  // let go.
+  bool done() noexcept;
+  // Blocks the host until it has completed (nothing when there is none);
+  // kept, and known done if the driver says so.
+  void synchronize() noexcept;
+
+ private:
+  Allocator::SharedEvent* event_ = nullptr;
+};
+
+// A device's free events (Note [Shared events]). Declared first in Device,
+// so that it is destroyed after everything holding an EventRef.
+struct EventPool {
+  EventPool() = default;
+  ~EventPool();
+  EventPool(const EventPool&) = delete;
+  EventPool& operator=(const EventPool&) = delete;
+  const Driver* driver = nullptr;
+  std::vector<Allocator::SharedEvent*> free;
+};
+
 // Up to two events a piece of memory must wait for before its next use.
 struct Waits {
-  Allocator::SharedEvent* events[2] = {nullptr, nullptr};
+  EventRef events[2];
 };
 
 // Where an evicted buffer's bytes are kept in host-located virtual memory:
@@ -47,7 +103,7 @@ struct Allocator::Block {
   bool small = false;
   Residency residency = Residency::resident;
   std::vector<PageHandle> pages;  // large: device pages mapped at base unless evicted
-  SharedEvent* last_use = nullptr;
+  EventRef last_use;
   Waits waits;  // a use waits for these first (a prefetch copy, a previous owner)
   uint64_t last_tick = 0;
   uint32_t pins = 0;  // uses prepared and not yet finished (Note [Pinned uses])
@@ -59,7 +115,7 @@ struct Allocator::Block {
   uint64_t evict_queued_ns = 0;  // the observer's clock when its eviction copy was queued
   // A planned eviction's copy while it runs (Note [Planned moves]); the
   // block is evicting, its pages still mapped.
-  SharedEvent* evict_copy = nullptr;
+  EventRef evict_copy;
   bool donated = false;  // some of its pages went to another use before the copy ended
 };
 
@@ -68,16 +124,16 @@ struct Allocator::FreeRange {
   uintptr_t base = 0;
   uint64_t range_bytes = 0;
   std::vector<PageHandle> pages;
-  SharedEvent* after = nullptr;    // the free's event (stream-ordered) or the last use
-  SharedEvent* pending = nullptr;  // a prefetch copy still in flight at the free
+  EventRef after;    // the free's event (stream-ordered) or the last use
+  EventRef pending;  // a prefetch copy still in flight at the free
   CUstream stream = nullptr;
   bool stream_ordered = false;
 };
 
 struct SmallFree {
   uintptr_t address = 0;
-  Allocator::SharedEvent* after = nullptr;
-  Allocator::SharedEvent* pending = nullptr;
+  EventRef after;
+  EventRef pending;
   CUstream stream = nullptr;
   bool stream_ordered = false;
 };
@@ -87,12 +143,13 @@ struct HostRelease {
   void* stash = nullptr;
   uint64_t stash_bytes = 0;
   HostCopy host;
-  Allocator::SharedEvent* after = nullptr;
+  EventRef after;
 };
 
 inline constexpr size_t kSmallClasses = 48;  // size class i holds 2^i bytes
 
 struct Allocator::Device {
+  EventPool events;  // first: destroyed last
   int ordinal = -1;
   bool initialised = false;
   CUdevice cu_device = 0;
@@ -117,7 +174,6 @@ struct Allocator::Device {
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
   std::vector<Allocator::Block*> evicting;            // planned evictions in flight, oldest first
-  std::vector<Allocator::SharedEvent*> event_pool;    // free, with their events
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device
   // pages still counted in device_bytes, host copies still in host_bytes.
@@ -175,20 +231,6 @@ class MappedRange {
   uint64_t bytes_ = 0;
   bool owned_ = false;   // reserve() made it: undo frees it
   uint64_t mapped_ = 0;  // bytes from base_ mapped so far
-};
-
-// Publishes the holder's lock for wait_for_room() while it is held.
-class Holding {
- public:
-  Holding(std::unique_lock<std::mutex>*& slot, std::unique_lock<std::mutex>& lock) : slot_(slot) {
-    slot_ = &lock;
-  }
-  ~Holding() { slot_ = nullptr; }
-  Holding(const Holding&) = delete;
-  Holding& operator=(const Holding&) = delete;
-
- private:
-  std::unique_lock<std::mutex>*& slot_;
 };
 
 inline uint64_t round_up(uint64_t value, uint64_t unit) {
