@@ -427,7 +427,7 @@ TEST_P(Contention, EightThreadsOnThreePagesNeverFail) {
       {PROG_CONTENTION}, environment("budget:6MiB,swap_min:64KiB,stats:true",
                                      std::string("memory:64MiB,host_vmm:") + GetParam(), true));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  expect_lines(r, {"failed calls 0", "wrong words seen by kernels 0", "hazards 0"});
+  expect_lines(r, {"failed calls 0", "wrong bytes seen by kernels 0", "hazards 0"});
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("peak device MiB ([0-9]+)\n"))) << r.out;
   EXPECT_LE(std::stoi(m[1]), 6) << "the budget's peak, by simcuda";

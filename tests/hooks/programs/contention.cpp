@@ -36,14 +36,14 @@ void worker(CUcontext ctx, const simcuda::testkit::Kernels& k, int id) {
   expect(cuMemAlloc(&counter, 8), "cuMemAlloc");
   expect(cuMemsetD8Async(counter, 0, 8, s), "cuMemsetD8Async");
   for (int round = 0; round < kRounds; ++round) {
-    const auto value = static_cast<uint32_t>(0x10000 * id + round + 1);
+    const auto seed = static_cast<uint32_t>(0x10000 * id + round + 1);  // its own words
     CUdeviceptr a = 0, b = 0;
     expect(cuMemAlloc(&a, kBytes), "cuMemAlloc");
     expect(cuMemAlloc(&b, kBytes), "cuMemAlloc");
     if (a && b) {
-      expect(launch_fill(k, s, a, kBytes, value), "fill");
+      expect(launch_fill_words(k, s, a, kBytes, seed), "fill");
       expect(launch_copy(k, s, b, a, kBytes), "copy");
-      expect(launch_check(k, s, b, kBytes, value, counter), "check");
+      expect(launch_check_words(k, s, b, kBytes, seed, counter), "check");
       expect(cuStreamSynchronize(s), "cuStreamSynchronize");
     }
     if (a) expect(cuMemFree(a), "cuMemFree");
@@ -76,7 +76,7 @@ int main() {
   simcuda_stats stats{};
   simcuda_get_stats(&stats);
   std::printf("failed calls %d\n", failures.load());
-  std::printf("wrong words seen by kernels %llu\n",
+  std::printf("wrong bytes seen by kernels %llu\n",
               static_cast<unsigned long long>(mismatched.load()));
   std::printf("hazards %llu\n", static_cast<unsigned long long>(stats.hazards));
   std::printf("peak device MiB %llu\n",

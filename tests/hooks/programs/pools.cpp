@@ -67,13 +67,13 @@ int main() {
       break;
     }
     buffers.push_back(p);
-    failures += launch_fill(k, stream, p, kBytes, 0x40 + i, 1000) != CUDA_SUCCESS;
+    failures += launch_fill_words(k, stream, p, kBytes, 0x40 + i, 1000) != CUDA_SUCCESS;
   }
   std::printf("allocated %zu of %d\n", buffers.size(), kBuffers);
   figures("allocated");
   for (size_t i = 0; i < buffers.size(); ++i)
-    failures +=
-        launch_check(k, stream, buffers[i], kBytes, 0x40 + i, counter, 1000) != CUDA_SUCCESS;
+    failures += launch_check_words(k, stream, buffers[i], kBytes, 0x40 + static_cast<uint32_t>(i),
+                                   counter, 1000) != CUDA_SUCCESS;
   for (CUdeviceptr p : buffers)
     failures += cuMemFreeAsync(p, stream) != CUDA_SUCCESS;
   failures += cuStreamSynchronize(stream) != CUDA_SUCCESS;

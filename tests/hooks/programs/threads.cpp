@@ -30,15 +30,15 @@ void worker(CUcontext ctx, const simcuda::testkit::Kernels& k, int id) {
     CUdeviceptr a = 0, b = 0;
     expect(cuMemAlloc(&a, host.size()));
     expect(cuMemAllocAsync(&b, host.size(), s));
-    expect(simcuda::testkit::launch_fill(k, s, a, host.size(), static_cast<uint32_t>(id)));
+    // Each thread and round its own words, so that bytes from another
+    // thread's buffer, or at a wrong offset, show.
+    const auto seed = static_cast<uint32_t>(1000 * id + round);
+    expect(simcuda::testkit::launch_fill_words(k, s, a, host.size(), seed));
     expect(simcuda::testkit::launch_copy(k, s, b, a, host.size()));
     expect(cuMemcpyDtoHAsync(host.data(), b, host.size(), s));
     expect(cuStreamSynchronize(s));
-    for (unsigned char c : host)
-      if (c != static_cast<unsigned char>(id)) {
-        failures.fetch_add(1);
-        break;
-      }
+    if (simcuda::testkit::pattern_mismatches(host.data(), host.size(), seed) != 0)
+      failures.fetch_add(1);
     expect(cuMemFreeAsync(b, s));
     expect(cuStreamSynchronize(s));
     expect(cuMemFree(a));

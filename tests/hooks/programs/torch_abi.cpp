@@ -68,20 +68,19 @@ int main(int argc, char** argv) {
         break;
       }
       blocks.push_back(p);
-      const unsigned char value = static_cast<unsigned char>(0x40 + 8 * round + i);
-      failures +=
-          launch_fill(k, s, reinterpret_cast<CUdeviceptr>(p), kBytes, value, 1000) != CUDA_SUCCESS;
+      const auto seed = static_cast<uint32_t>(0x40 + 8 * round + i);  // each block its own words
+      failures += launch_fill_words(k, s, reinterpret_cast<CUdeviceptr>(p), kBytes, seed, 1000) !=
+                  CUDA_SUCCESS;
     }
     std::printf("round %d: allocated %zu of %d\n", round, blocks.size(), kBlocks);
     for (size_t i = 0; i < blocks.size(); ++i) {
       CUstream s = streams[i % 2];
       const auto p = reinterpret_cast<CUdeviceptr>(blocks[i]);
-      const unsigned char value = static_cast<unsigned char>(0x40 + 8 * round + i);
-      failures += launch_check(k, s, p, kBytes, value, counter, 1000) != CUDA_SUCCESS;
+      const auto seed = static_cast<uint32_t>(0x40 + 8 * round + i);
+      failures += launch_check_words(k, s, p, kBytes, seed, counter, 1000) != CUDA_SUCCESS;
       failures += cuMemcpyDtoHAsync(host.data(), p, kBytes, s) != CUDA_SUCCESS;
       failures += cuStreamSynchronize(s) != CUDA_SUCCESS;
-      for (unsigned char byte : host)
-        wrong += byte != value;
+      wrong += pattern_mismatches(host.data(), kBytes, seed);
       free(blocks[i], kBytes, 0, s);
     }
     // A step ends synchronised (simcuda frees a stream-ordered free's

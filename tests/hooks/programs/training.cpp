@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   constexpr uint64_t kWeightBytes = 8 * kMiB;
   if (cuMemAlloc(&wrong, 8) != CUDA_SUCCESS || cuMemsetD8(wrong, 0, 8) != CUDA_SUCCESS ||
       cuMemAlloc(&weights, kWeightBytes) != CUDA_SUCCESS ||
-      launch_fill(k, stream, weights, kWeightBytes, 77, layer_ns) != CUDA_SUCCESS) {
+      launch_fill_words(k, stream, weights, kWeightBytes, 77, layer_ns) != CUDA_SUCCESS) {
     std::puts("weights failed");
     return 1;
   }
@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
     const bool shrunk = it == shrink_at || (shrink_from >= 0 && it >= shrink_from);
     const int n = shrunk ? layers / 2 : layers;
     std::vector<CUdeviceptr> act(static_cast<size_t>(n), 0);
-    failures += launch_check(k, stream, weights, kWeightBytes, 77, wrong, layer_ns) != CUDA_SUCCESS;
+    failures +=
+        launch_check_words(k, stream, weights, kWeightBytes, 77, wrong, layer_ns) != CUDA_SUCCESS;
     for (int i = 0; i < n; ++i) {
       // Reordered: the second activation is allocated before the first.
       if (it == reorder_at && i == 0 && n > 1) {
@@ -103,12 +104,12 @@ int main(int argc, char** argv) {
       } else if (!(it == reorder_at && i == 1)) {
         failures += cuMemAlloc(&act[static_cast<size_t>(i)], activation_bytes(i)) != CUDA_SUCCESS;
       }
-      failures += launch_fill(k, stream, act[static_cast<size_t>(i)], activation_bytes(i),
-                              pattern(i, it), layer_ns) != CUDA_SUCCESS;
+      failures += launch_fill_words(k, stream, act[static_cast<size_t>(i)], activation_bytes(i),
+                                    pattern(i, it), layer_ns) != CUDA_SUCCESS;
     }
     for (int i = n - 1; i >= 0; --i) {
-      failures += launch_check(k, stream, act[static_cast<size_t>(i)], activation_bytes(i),
-                               pattern(i, it), wrong, 2 * layer_ns) != CUDA_SUCCESS;
+      failures += launch_check_words(k, stream, act[static_cast<size_t>(i)], activation_bytes(i),
+                                     pattern(i, it), wrong, 2 * layer_ns) != CUDA_SUCCESS;
       failures += cuMemFree(act[static_cast<size_t>(i)]) != CUDA_SUCCESS;
     }
     failures += cuStreamSynchronize(stream) != CUDA_SUCCESS;
