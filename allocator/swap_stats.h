@@ -1,8 +1,10 @@
 // The swapping allocator's counters: one list, printed by one emitter
-// (`stats:true` at exit) and written into recorded traces.
+// (`stats:true` at exit), written into recorded traces, and described by
+// `cuswap inspect` when it shows a trace's counters.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace cuswap {
 
@@ -36,5 +38,14 @@ struct SwapStats {
   CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_FIELD)
 #undef CUSWAP_SWAP_STAT_FIELD
 };
+
+// What the counter called `name` counts; empty for a name not in the list.
+constexpr std::string_view swap_stat_description(std::string_view name) {
+#define CUSWAP_SWAP_STAT_DESCRIPTION(stat, description) \
+  if (name == #stat) return description;
+  CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_DESCRIPTION)
+#undef CUSWAP_SWAP_STAT_DESCRIPTION
+  return {};
+}
 
 }  // namespace cuswap

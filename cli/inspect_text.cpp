@@ -5,6 +5,7 @@
 
 #include <iterator>
 
+#include "allocator/swap_stats.h"
 #include "cli/inspect.h"
 
 namespace cuswap::cli {
@@ -145,8 +146,13 @@ void end_record(Out out, const trace::TraceSummary& s) {
                  e.chunks, e.dropped_events, e.buffer_waits, seconds(e.end_time_ns));
   if (e.counters.empty()) return;
   fmt::format_to(out, "counters:\n");
-  for (const trace::Counter& c : e.counters)
-    fmt::format_to(out, "  {:<40}  {}\n", c.name, c.value);
+  for (const trace::Counter& c : e.counters) {
+    const std::string_view description = swap_stat_description(c.name);
+    if (description.empty())
+      fmt::format_to(out, "  {:<40}  {}\n", c.name, c.value);
+    else
+      fmt::format_to(out, "  {:<40}  {:<12}  {}\n", c.name, c.value, description);
+  }
 }
 
 }  // namespace

@@ -169,6 +169,12 @@ TEST_P(RecordedSwap, HoldsKernelTimesAndEveryCopyCuswapMade) {
        {"evictions", "prefetches", "prefetches_on_demand", "bytes_to_host", "bytes_to_device"})
     EXPECT_EQ(json_number(j.out, key), static_cast<long long>(counter(t, key))) << key;
   EXPECT_EQ(json_number(j.out, "kernel_time_ns"), static_cast<long long>(s.kernel_time_ns));
+  // In text, each of the allocator's counters says what it counts.
+  const ProgramResult text = run_program({CUSWAP_CLI, "inspect", path}, cli);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const std::regex described(
+      fmt::format("\n  evictions +{} +buffers copied to host memory\n", counter(t, "evictions")));
+  EXPECT_TRUE(std::regex_search(text.out, described)) << text.out;
 
   const ProgramResult sim =
       run_program({CUSWAP_CLI, "simulate", path, "--budget", "100%", "--json"}, cli);
