@@ -16,6 +16,28 @@
 
 namespace cuswap::cli {
 
+namespace {
+
+// `--budget TEXT` is no size: the line that says so.
+std::string not_a_size(std::string_view text) {
+  std::string line =
+      fmt::format("--budget: expected a size such as 12GiB or 800MiB, got \"{}\"", text);
+  // A size that parses without its fraction has a fraction that is not
+  // whole bytes (1.4GiB); 1.5GiB is.
+  const size_t dot = text.find('.');
+  if (dot != std::string_view::npos) {
+    size_t end = dot + 1;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9')
+      ++end;
+    const std::string whole = std::string(text.substr(0, dot)) + std::string(text.substr(end));
+    if (conf::parse_size(whole))
+      line += ": its fraction does not come to whole bytes; give it in a smaller unit (MiB)";
+  }
+  return line;
+}
+
+}  // namespace
+
 void add_policy_options(CLI::App* sub, PolicyArgs& args) {
   args.budget_option =
       sub->add_option("--budget", args.budget,
@@ -74,8 +96,7 @@ bool parse_request(const PolicyArgs& args, const policy::Workload& workload,
   }
   const std::optional<uint64_t> size = conf::parse_size(args.budget);
   if (!size || *size == 0) {
-    error =
-        fmt::format("--budget: expected a size such as 12GiB or 800MiB, got \"{}\"", args.budget);
+    error = not_a_size(args.budget);
     return false;
   }
   out.budget_bytes = *size;
@@ -194,7 +215,7 @@ bool load_batch_model(const std::vector<std::string>& files, const std::vector<u
   }
   const std::optional<uint64_t> budget = conf::parse_size(args.budget);
   if (!budget) {
-    error = fmt::format("--budget: expected a size such as 12GiB, got \"{}\"", args.budget);
+    error = not_a_size(args.budget);
     return false;
   }
   request.budget_bytes = *budget;

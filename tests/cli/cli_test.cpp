@@ -91,6 +91,11 @@ TEST(CliUsage, AnUnknownOptionIsNamed) {
   expect_usage_error(cuswap({"--bogus"}), "--bogus");
   expect_usage_error(cuswap({"inspect"}), "file is required");
   expect_usage_error(cuswap({"inspect", kTrace, "--top", "0"}), "--top");
+  // 1.4 GiB is not whole bytes (1.5 GiB is): the line says why.
+  expect_usage_error(cuswap({"simulate", kTrace, "--budget", "1.4GiB"}),
+                     "got \"1.4GiB\": its fraction does not come to whole bytes");
+  expect_usage_error(cuswap({"simulate", kTrace, "--budget", "1.4XiB"}), "got \"1.4XiB\"");
+  EXPECT_FALSE(contains(cuswap({"simulate", kTrace, "--budget", "1.4XiB"}).err, "fraction"));
 }
 
 // `cuswap run` checks its own options before it starts anything.
