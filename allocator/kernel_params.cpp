@@ -37,6 +37,11 @@ void TouchedBuffers::add(uint64_t id, uintptr_t base) noexcept {
   bases[count++] = base;
 }
 
+KernelCache::~KernelCache() {
+  for (Slot& slot : slots_)
+    delete slot.info.load(std::memory_order_relaxed);
+}
+
 KernelInfo& KernelCache::get(CUfunction function) noexcept {
   for (size_t i = slot_of(function, kSlots), probes = 0; probes < kSlots;
        i = (i + 1) & (kSlots - 1), ++probes) {

@@ -54,6 +54,9 @@ struct TouchedBuffers {
 class KernelCache {
  public:
   explicit KernelCache(const Driver& driver) : driver_(driver) {}
+  // Its owner outlives every launch that reads it (the shim's lives as long
+  // as the process); the entries go with it.
+  ~KernelCache();
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
 
