@@ -29,7 +29,14 @@
 //    that cannot be hidden taken (largest bytes x time away first): when
 //    the link is the bottleneck, what can be hidden moves first. Such a
 //    copy makes the next op wait for it, and comes back as late as it can.
-// 5. Plan, simulate, adjust: a prefetch that made its op wait in the
+// 5. The greedy takes the largest first, and what it takes later often
+//    covers the ops an earlier choice was taken for (a tensor away across
+//    the whole iteration, then tensors that must be away at an op it cannot
+//    leave: it is used there). So each choice, least benefit first, is
+//    dropped when every op it leaves free stays within the budget without
+//    it: fewer bytes cross the link, and the copies that stay have it to
+//    themselves.
+// 6. Plan, simulate, adjust: a prefetch that made its op wait in the
 //    simulation moves its trigger earlier by the wait, and an entry whose
 //    copy out ran while its tensor was needed back before it completed (a
 //    copy for nothing, Note [Cancelled copies] in policy/simulator.cpp) is
@@ -39,11 +46,11 @@
 //    copy for nothing. An eviction called off before its copy
 //    started costs nothing and stays: it leaves when the engine is free
 //    in time.
-// 6. The choice is made on the infinite-memory timeline, while copies and
-//    stalls shift the real one; so steps 3-5 run again for budgets a few
+// 7. The choice is made on the infinite-memory timeline, while copies and
+//    stalls shift the real one; so steps 3-6 run again for budgets a few
 //    percent below the real one, and the best simulated plan is kept.
-// 7. When that plan still stalls, the selections of the seed, Capuchin and
-//    vDNN planners, put through step 5, are simulated too and the fastest
+// 8. When that plan still stalls, the selections of the seed, Capuchin and
+//    vDNN planners, put through step 6, are simulated too and the fastest
 //    plan kept: on fine-grained traces (PyTorch's aten ops) copies that
 //    cannot be hidden are sometimes better spent on fewer, larger maps.
 #include <algorithm>
@@ -73,9 +80,9 @@ struct Candidate {
   std::vector<uint32_t> tensors;
   std::vector<uint32_t> nexts;  // per tensor: the use it comes back for
   uint64_t bytes = 0;
-  uint32_t after = 0;  // leaves when this op ends
-  uint32_t next = 0;   // back for this op (the first of its tensors' next uses)
-  bool wraps = false;  // back in the next iteration (Note [Wrap entries])
+  uint32_t after = 0;   // leaves when this op ends
+  uint32_t next = 0;    // back for this op (the first of its tensors' next uses)
+  bool wraps = false;   // back in the next iteration (Note [Wrap entries])
   int64_t idle_ns = 0;  // time away on the infinite-memory schedule
   // Note [Carried tensors]: `tensors` leave for the next iteration, where
   // they are `arriving` (the previous iteration's, byte for byte), back for
@@ -218,7 +225,7 @@ class CuswapPlanner final : public Planner {
     const uint64_t peak = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
     if (peak <= request.budget_bytes) return new_plan(workload, request, name());
     const std::vector<int64_t> starts = infinite_memory_starts(workload, request.time_scale);
-    // Step 6: the schedule is planned on the infinite-memory timeline, the
+    // Step 7: the schedule is planned on the infinite-memory timeline, the
     // simulation runs on the real one; planning for a slightly smaller
     // budget leaves room for the difference. The best margin wins, over
     // wide and narrow groups of small tensors.
@@ -232,8 +239,8 @@ class CuswapPlanner final : public Planner {
       if (!first && done()) break;
       const std::vector<Candidate> all = candidates(workload, request, starts, span);
       for (size_t i = 0; i < std::size(kMargins); ++i) {
-        const auto target = static_cast<uint64_t>(static_cast<double>(request.budget_bytes) *
-                                                  (1.0 - kMargins[i]));
+        const auto target =
+            static_cast<uint64_t>(static_cast<double>(request.budget_bytes) * (1.0 - kMargins[i]));
         SimResult result;
         Plan plan = plan_for(workload, request, starts, live, all, target, result);
         if (first || better(result, best_result)) {
@@ -244,7 +251,7 @@ class CuswapPlanner final : public Planner {
         if (done()) break;
       }
     }
-    // Step 7: the peers' selections as more starting points.
+    // Step 8: the peers' selections as more starting points.
     for (const Planner* peer : {&seed_planner(), &capuchin_planner(), &vdnn_planner()}) {
       if (done()) break;
       // The peer's plan as it is, where it wastes no copy, and refined.
@@ -266,9 +273,13 @@ class CuswapPlanner final : public Planner {
   }
 
  private:
+  struct Span {
+    uint32_t lo, hi;
+  };
   struct Chosen {
     uint32_t candidate;
     uint32_t trigger;
+    std::vector<Span> spans;
   };
 
   static bool better(const SimResult& a, const SimResult& b) {
@@ -276,7 +287,7 @@ class CuswapPlanner final : public Planner {
     return a.iteration_ns < b.iteration_ns;
   }
 
-  // Steps 3-4 for one target budget, then step 5; `result` is the chosen
+  // Steps 3-5 for one target budget, then step 6; `result` is the chosen
   // plan's simulation.
   Plan plan_for(const Workload& workload, const PlanRequest& request,
                 const std::vector<int64_t>& starts, const std::vector<uint64_t>& live,
@@ -308,9 +319,6 @@ class CuswapPlanner final : public Planner {
                                    starts.begin());
     };
     // The ops a candidate leaves free: out of [lo1, hi1] and [lo2, hi2].
-    struct Span {
-      uint32_t lo, hi;
-    };
     const auto spans = [&](const Candidate& c, uint32_t first, uint32_t trigger) {
       std::vector<Span> out;
       if (c.wraps) {
@@ -328,7 +336,7 @@ class CuswapPlanner final : public Planner {
     const auto take = [&](uint32_t i, const std::vector<Span>& s, uint32_t trigger) {
       for (const Span& span : s)
         tree.add(span.lo, span.hi, -static_cast<int64_t>(all[i].bytes));
-      chosen.push_back({i, trigger});
+      chosen.push_back({i, trigger, s});
     };
     for (uint32_t i : order) {
       if (tree.max_all() <= 0) break;
@@ -386,8 +394,29 @@ class CuswapPlanner final : public Planner {
       if (!needed(s)) continue;
       take(i, s, trigger);
     }
-    return refine_entries(workload, request, starts, build(workload, request, all, chosen),
-                          result);
+    // Step 5: what later choices made unneeded goes, least benefit first.
+    std::vector<uint32_t> by_benefit(chosen.size());
+    for (uint32_t k = 0; k < by_benefit.size(); ++k)
+      by_benefit[k] = k;
+    std::stable_sort(by_benefit.begin(), by_benefit.end(), [&](uint32_t a, uint32_t b) {
+      return benefit(all[chosen[a].candidate]) < benefit(all[chosen[b].candidate]);
+    });
+    std::vector<uint8_t> unneeded(chosen.size());
+    for (uint32_t k : by_benefit) {
+      const auto bytes = static_cast<int64_t>(all[chosen[k].candidate].bytes);
+      const std::vector<Span>& s = chosen[k].spans;
+      if (std::any_of(s.begin(), s.end(),
+                      [&](const Span& span) { return tree.max(span.lo, span.hi) + bytes > 0; }))
+        continue;
+      for (const Span& span : s)
+        tree.add(span.lo, span.hi, bytes);
+      unneeded[k] = 1;
+    }
+    std::vector<Chosen> kept;
+    for (uint32_t k = 0; k < chosen.size(); ++k)
+      if (!unneeded[k]) kept.push_back(std::move(chosen[k]));
+    chosen = std::move(kept);
+    return refine_entries(workload, request, starts, build(workload, request, all, chosen), result);
   }
 
   Plan build(const Workload& workload, const PlanRequest& request,
@@ -415,7 +444,7 @@ class CuswapPlanner final : public Planner {
     return plan;
   }
 
-  // Step 5 on any plan: a group whose next use waited moves its prefetch
+  // Step 6 on any plan: a group whose next use waited moves its prefetch
   // earlier by the wait; a group wanted back while its copy out ran is
   // fetched later, or the entry dropped, whichever simulates faster. The
   // fastest round without a copy for nothing is kept.
