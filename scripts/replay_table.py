@@ -48,6 +48,22 @@ def peak_bytes(cuswap, trace):
     return json.loads(proc.stdout)["workload_peak_bytes"]
 
 
+def size_bytes(text):
+    """A size as cuswap reads one (docs/configuration.md): 1434MiB, 1.5G, 800MB, 1000."""
+    units = {"": 1, "b": 1}
+    for i, letter in enumerate("kmgt"):
+        for suffix in (letter, letter + "b", letter + "ib"):
+            units[suffix] = 1 << (10 * (i + 1))
+    number = text.rstrip("KMGTBIkmgtbi")
+    unit = text[len(number):].lower()
+    if unit not in units:
+        sys.exit("--memory: expected a size (1434MiB, 1.5G) or a percentage, got %r" % text)
+    try:
+        return int(float(number) * units[unit])
+    except ValueError:
+        sys.exit("--memory: expected a size (1434MiB, 1.5G) or a percentage, got %r" % text)
+
+
 def run(cuswap, trace, memory_bytes, link, policy):
     proc = subprocess.run(
         [cuswap, "replay", "--json", "--policy", policy, "--link", link, "--device-memory",
@@ -77,7 +93,7 @@ def main():
         if args.memory.endswith("%"):
             memory = int(peak * float(args.memory[:-1]) / 100) // (1 << 20) * (1 << 20)
         else:
-            memory = args.memory
+            memory = size_bytes(args.memory)
         for link in args.links.split(","):
             row = {}
             for policy in policies:
