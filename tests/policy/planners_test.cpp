@@ -251,6 +251,31 @@ TEST(Cuswap, GroupsSmallTensorsThatLeaveAfterDifferentOps) {
   EXPECT_EQ(out.result.wasted_evictions, 0u);
 }
 
+TEST(Cuswap, DropsAChoiceThatLaterChoicesMadeUnneeded) {
+  // Ops o0..o10 of 1 ms; the link copies 100 kB in 0.1 ms. Live bytes are
+  // 500 kB but 700 kB at o3 (tmp3) and at o8 (tmp8), against a 500 kB
+  // budget. "big" (300 kB, back for o8) has the largest benefit and is
+  // taken first, for o3; it cannot help at o8, where it is used, so "c"
+  // and "d" (100 kB each, away until o10) are taken for o8. They free o3
+  // as well, so "big" is not needed any more and does not move.
+  TraceBuilder b;
+  for (int i = 0; i < 11; ++i)
+    b.op(fmt::format("o{}", i), 1'000'000);
+  b.tensor("big", 300'000, 0, {8}, 8);
+  b.tensor("c", 100'000, 0, {10}, 10);
+  b.tensor("d", 100'000, 0, {10}, 10);
+  b.tensor("tmp3", 200'000, 3, {}, 3);
+  b.tensor("tmp8", 200'000, 8, {}, 8);
+  const Workload w = build(b.take());
+  const PlanOutcome out = plan_and_simulate(*find_planner("cuswap"), w, request(500'000));
+  std::set<std::string> moved;
+  for (const PlanEntry& e : out.plan.entries)
+    moved.insert(e.tensor.name);
+  EXPECT_EQ(moved, (std::set<std::string>{"c", "d"}));
+  EXPECT_TRUE(out.result.fits);
+  EXPECT_EQ(out.result.stall_ns, 0);
+}
+
 TEST(Cuswap, NoEvictionIsShorterThanItsCopies) {
   // The chain at budgets from loose to tight, on a link slow enough that
   // some gaps cannot hide a copy: every entry whose tensor left was away,
