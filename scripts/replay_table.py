@@ -27,6 +27,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from cuswap._conf import size_bytes  # noqa: E402  (sizes as docs/configuration.md reads them)
 
 
 def default_traces():
@@ -48,22 +50,6 @@ def peak_bytes(cuswap, trace):
     return json.loads(proc.stdout)["workload_peak_bytes"]
 
 
-def size_bytes(text):
-    """A size as cuswap reads one (docs/configuration.md): 1434MiB, 1.5G, 800MB, 1000."""
-    units = {"": 1, "b": 1}
-    for i, letter in enumerate("kmgt"):
-        for suffix in (letter, letter + "b", letter + "ib"):
-            units[suffix] = 1 << (10 * (i + 1))
-    number = text.rstrip("KMGTBIkmgtbi")
-    unit = text[len(number):].lower()
-    if unit not in units:
-        sys.exit("--memory: expected a size (1434MiB, 1.5G) or a percentage, got %r" % text)
-    try:
-        return int(float(number) * units[unit])
-    except ValueError:
-        sys.exit("--memory: expected a size (1434MiB, 1.5G) or a percentage, got %r" % text)
-
-
 def run(cuswap, trace, memory_bytes, link, policy):
     proc = subprocess.run(
         [cuswap, "replay", "--json", "--policy", policy, "--link", link, "--device-memory",
@@ -83,6 +69,15 @@ def main():
     parser.add_argument("traces", nargs="*")
     args = parser.parse_args()
     policies = args.policies.split(",")
+    # A size is checked before any trace is read; a share needs each peak.
+    share = memory = None
+    try:
+        if args.memory.endswith("%"):
+            share = float(args.memory[:-1])
+        else:
+            memory = size_bytes(args.memory)
+    except ValueError as e:
+        sys.exit("--memory: %s; expected a size (1434MiB) or a share of the peak (60%%)" % e)
     results = {}
     problems = []
     for trace in args.traces or default_traces():
@@ -90,10 +85,8 @@ def main():
         if not peak:
             print("%s: cannot replay, skipped" % trace, file=sys.stderr)
             continue
-        if args.memory.endswith("%"):
-            memory = int(peak * float(args.memory[:-1]) / 100) // (1 << 20) * (1 << 20)
-        else:
-            memory = size_bytes(args.memory)
+        if share is not None:
+            memory = int(peak * share / 100) // (1 << 20) * (1 << 20)
         for link in args.links.split(","):
             row = {}
             for policy in policies:
