@@ -4,6 +4,7 @@
 #include "policy/follower.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -113,6 +114,7 @@ void PlanFollower::begin_iteration(std::span<const LiveBuffer> live) {
   sequence_.clear();
   slot_of_buffer_.clear();
   alloc_ordinal_ = 0;
+  strays_.clear();
   overdue_cursor_ = 0;
   mismatch_.clear();
   matched_this_iteration_ = true;
@@ -170,9 +172,11 @@ void PlanFollower::bind(uint32_t slot, uint64_t buffer_id) {
 void PlanFollower::on_alloc(uint64_t id, uint64_t size_bytes) {
   const uint32_t n = alloc_ordinal_++;
   if (!following_) return;
+  std::erase_if(strays_, [&](const Stray& s) { return s.ordinal + kMatchWindow < n; });
+  const auto slots_at = alloc_slots_.find(n);
   bool done = false;
-  if (auto it = alloc_slots_.find(n); it != alloc_slots_.end()) {
-    for (uint32_t s : it->second) {
+  if (slots_at != alloc_slots_.end()) {
+    for (uint32_t s : slots_at->second) {
       if (slots_[s].bound == 0 && slots_[s].size_bytes == size_bytes) {
         bind(s, id);
         done = true;
@@ -181,22 +185,31 @@ void PlanFollower::on_alloc(uint64_t id, uint64_t size_bytes) {
     }
   }
   if (!done) {
-    // The nearest unbound slot of this size within the window.
+    // A slot of this size whose ordinal went by without it, the nearest.
     const auto lo = std::lower_bound(allocated_by_ordinal_.begin(), allocated_by_ordinal_.end(),
                                      n > kMatchWindow ? n - kMatchWindow : 0,
                                      [&](uint32_t s, uint32_t v) { return slots_[s].ordinal < v; });
-    uint32_t best = UINT32_MAX, best_distance = UINT32_MAX;
-    for (auto it = lo; it != allocated_by_ordinal_.end(); ++it) {
-      const Slot& slot = slots_[*it];
-      if (slot.ordinal > n + kMatchWindow) break;
-      if (slot.bound != 0 || slot.size_bytes != size_bytes) continue;
-      const uint32_t distance = slot.ordinal > n ? slot.ordinal - n : n - slot.ordinal;
-      if (distance < best_distance) {
-        best = *it;
-        best_distance = distance;
+    uint32_t best = UINT32_MAX;
+    for (auto it = lo; it != allocated_by_ordinal_.end() && slots_[*it].ordinal < n; ++it)
+      if (slots_[*it].bound == 0 && slots_[*it].size_bytes == size_bytes) best = *it;
+    if (best != UINT32_MAX) {
+      bind(best, id);
+    } else {
+      strays_.push_back({n, id, size_bytes});
+    }
+  }
+  // A slot whose ordinal this was, left unbound: an earlier allocation of
+  // its size that matched nothing, the nearest, was it coming early.
+  if (slots_at != alloc_slots_.end()) {
+    for (uint32_t s : slots_at->second) {
+      if (slots_[s].bound != 0) continue;
+      for (auto it = strays_.rbegin(); it != strays_.rend(); ++it) {
+        if (it->ordinal >= n || it->size_bytes != slots_[s].size_bytes) continue;
+        bind(s, it->id);
+        strays_.erase(std::next(it).base());
+        break;
       }
     }
-    if (best != UINT32_MAX) bind(best, id);
   }
   // A slot left behind by more than the window will not come.
   while (overdue_cursor_ < allocated_by_ordinal_.size()) {
@@ -212,6 +225,7 @@ void PlanFollower::on_alloc(uint64_t id, uint64_t size_bytes) {
 }
 
 void PlanFollower::on_free(uint64_t id) {
+  std::erase_if(strays_, [&](const Stray& s) { return s.id == id; });
   auto it = slot_of_buffer_.find(id);
   if (it == slot_of_buffer_.end()) return;
   slots_[it->second].freed = true;

@@ -13,8 +13,14 @@
 // A multi-threaded framework does not allocate in exactly the same order
 // each step: two threads' allocations swap places, a small workspace comes
 // and goes. A tensor is bound at the ordinal the plan names when the size
-// agrees; otherwise to the nearest unbound allocation of the same size
-// within kMatchWindow ordinals. Ops are counted per kernel name, so
+// agrees; otherwise to an allocation of the same size within kMatchWindow
+// ordinals that matched nothing itself: a later one, or, once the ordinal
+// has gone by without it, the nearest earlier one. An allocation the plan
+// does not name never takes a tensor from an allocation still to come: the
+// plan names only the tensors it moves, and a framework makes many buffers
+// of one size in a row (one per layer), so taking the nearest of that size
+// at once would bind every one after it to its neighbour's buffer, and
+// evict buffers the plan keeps. Ops are counted per kernel name, so
 // launches of different kernels may interleave freely. What cannot be
 // bound is a mismatch: the iteration stops following the plan (nothing more
 // is started, the allocator's reactive path does the rest), since an
@@ -119,6 +125,13 @@ class PlanFollower {
     uint64_t bound = 0;  // buffer id this iteration, 0: not yet
     bool freed = false;
   };
+  // An allocation that matched no slot, kept for the window: it may be a
+  // slot's allocation come early (Note [Tolerant matching]).
+  struct Stray {
+    uint32_t ordinal = 0;
+    uint64_t id = 0;
+    uint64_t size_bytes = 0;
+  };
   struct Entry {
     uint32_t slot = 0;
     OpKey evict_after, prefetch_at, next_use;
@@ -148,6 +161,7 @@ class PlanFollower {
   std::unordered_map<uint64_t, std::vector<uint32_t>> alloc_slots_;  // ordinal -> slots
   std::vector<uint32_t> allocated_by_ordinal_;  // slots allocated in the iteration, by ordinal
   size_t overdue_cursor_ = 0;
+  std::vector<Stray> strays_;  // oldest first
   std::unordered_map<uint64_t, uint32_t> slot_of_buffer_;
   std::vector<uint32_t> counts_;      // launches so far this iteration, by name
   std::vector<OpKey> sequence_;       // this iteration's launches

@@ -99,6 +99,43 @@ TEST(PlanFollower, ReorderedAllocationsBindBySize) {
   EXPECT_EQ(s.actions[0].evict[0].buffer_id, 200u);  // activation 0's buffer, not ordinal 0's
 }
 
+// Layers of one size, and a plan that moves only the third layer's buffer:
+// the two before it, which the plan keeps, must not take its place.
+Plan third_layer_plan() {
+  Plan plan;
+  PlanEntry e;
+  e.tensor = TensorRef{false, 2, 4 * kMiB, 0, "layer2"};
+  e.evict_after = op("fwd", 0, 0);
+  e.prefetch_at = op("bwd", 0, 1);
+  e.next_use = op("bwd", 1, 2);
+  plan.entries.push_back(e);
+  return plan;
+}
+
+uint64_t evicted_buffer(PlanFollower& f, const std::vector<uint64_t>& sizes) {
+  f.begin_iteration({});
+  for (uint64_t i = 0; i < sizes.size(); ++i)
+    f.on_alloc(100 + i, sizes[i]);
+  PlanFollower::Actions a;
+  f.on_launch("fwd", a);
+  return a.evict.size() == 1 ? a.evict[0].buffer_id : 0;
+}
+
+TEST(PlanFollower, AnAllocationThePlanDoesNotNameKeepsOffALaterOnesTensor) {
+  PlanFollower f(third_layer_plan());
+  EXPECT_EQ(evicted_buffer(f, {4 * kMiB, 4 * kMiB, 4 * kMiB, 4 * kMiB}), 102u) << f.mismatch();
+  EXPECT_TRUE(f.following()) << f.mismatch();
+}
+
+TEST(PlanFollower, ATensorAllocatedEarlyIsBoundWhenItsOrdinalGoesBy) {
+  PlanFollower f(third_layer_plan());
+  // The third layer's buffer comes first, a 1 MiB workspace takes ordinal 2.
+  EXPECT_EQ(evicted_buffer(f, {4 * kMiB, kMiB, kMiB, kMiB}), 100u) << f.mismatch();
+  // And late: ordinal 2 is another size, the 4 MiB buffer comes next.
+  EXPECT_EQ(evicted_buffer(f, {kMiB, kMiB, kMiB, 4 * kMiB}), 103u) << f.mismatch();
+  EXPECT_TRUE(f.following()) << f.mismatch();
+}
+
 TEST(PlanFollower, AChangedPatternStopsFollowingAndGoesStale) {
   PlanFollower f(step_plan());
   (void)run_step(f, 100);
