@@ -15,7 +15,9 @@
 // trigger launch's stream has reached, so the copy starts when the device
 // gets there and not when the host, running ahead, asks. It never evicts
 // anything to make room: a prefetch that finds none after the evictions in
-// flight have landed is not started, and the use fetches it on demand.
+// flight have landed is not started, and the use fetches it on demand. A
+// buffer it brings back counts as just used, so that memory pressure before
+// its use takes it last: it comes back because it is wanted soon.
 #include <algorithm>
 
 #include "allocator/log.h"
@@ -173,6 +175,7 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
   if (r == CUDA_ERROR_OUT_OF_MEMORY) return CUDA_ERROR_NOT_READY;  // the use fetches it
   if (r != CUDA_SUCCESS) return r;
   ++stats_.prefetches_planned;
+  block.last_tick = ++tick_;  // wanted soon: the last to go under pressure
   if (done) (void)driver_.cuEventRecord(done, dev.prefetch_stream);
   return CUDA_SUCCESS;
 }
