@@ -13,14 +13,14 @@
 // A multi-threaded framework does not allocate in exactly the same order
 // each step: two threads' allocations swap places, a small workspace comes
 // and goes. A tensor is bound at the ordinal the plan names when the size
-// agrees; otherwise to an allocation of the same size within kMatchWindow
-// ordinals that matched nothing itself: a later one, or, once the ordinal
-// has gone by without it, the nearest earlier one. An allocation the plan
-// does not name never takes a tensor from an allocation still to come: the
-// plan names only the tensors it moves, and a framework makes many buffers
-// of one size in a row (one per layer), so taking the nearest of that size
-// at once would bind every one after it to its neighbour's buffer, and
-// evict buffers the plan keeps. Ops are counted per kernel name, so
+// agrees. Once its ordinal has gone by without it, to the nearest earlier
+// allocation of that size within kMatchWindow ordinals that matched nothing
+// (it came early), else to the next one of that size (it comes late). An
+// allocation never takes a tensor whose ordinal is still to come: the plan
+// names only the tensors it moves, and a framework makes many buffers of
+// one size in a row (one per layer), so a buffer the plan does not name
+// would take its neighbour's tensor, and each after it the next one's,
+// evicting buffers the plan keeps. Ops are counted per kernel name, so
 // launches of different kernels may interleave freely. What cannot be
 // bound is a mismatch: the iteration stops following the plan (nothing more
 // is started, the allocator's reactive path does the rest), since an
