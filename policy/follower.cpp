@@ -4,7 +4,7 @@
 #include "policy/follower.h"
 
 #include <algorithm>
-#include <iterator>
+#include <cstddef>
 #include <map>
 #include <tuple>
 
@@ -203,10 +203,10 @@ void PlanFollower::on_alloc(uint64_t id, uint64_t size_bytes) {
   if (slots_at != alloc_slots_.end()) {
     for (uint32_t s : slots_at->second) {
       if (slots_[s].bound != 0) continue;
-      for (auto it = strays_.rbegin(); it != strays_.rend(); ++it) {
-        if (it->ordinal >= n || it->size_bytes != slots_[s].size_bytes) continue;
-        bind(s, it->id);
-        strays_.erase(std::next(it).base());
+      for (size_t i = strays_.size(); i-- > 0;) {
+        if (strays_[i].ordinal >= n || strays_[i].size_bytes != slots_[s].size_bytes) continue;
+        bind(s, strays_[i].id);
+        strays_.erase(strays_.begin() + static_cast<std::ptrdiff_t>(i));
         break;
       }
     }
