@@ -53,6 +53,13 @@
 //    vDNN planners, put through step 6, are simulated too and the fastest
 //    plan kept: on fine-grained traces (PyTorch's aten ops) copies that
 //    cannot be hidden are sometimes better spent on fewer, larger maps.
+// 9. The op that waits longest is usually one that needs many tensors back
+//    at once while the device is full (where a trace gives only each
+//    tensor's producer and free, what is freed together is last used
+//    together). Every prefetch started before it for a later op takes
+//    link time and memory from it, so the kept plan's prefetches that
+//    cross such an op start right after it instead, op by op, longest
+//    wait first, while that simulates faster.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -73,7 +80,8 @@ constexpr int64_t kGroupLatencies = 16;     // a group grows to this many latenc
 constexpr uint32_t kGroupSpans[] = {8, 0};
 constexpr uint32_t kNextSpanOps = 8;  // and are needed back within this many ops of the first
 constexpr int kFeedbackRounds = 4;
-constexpr uint8_t kWasted = 2;  // SimResult::entry_cancelled: its copy out ran for nothing
+constexpr int kDeferTries = 24;  // step 9's simulations
+constexpr uint8_t kWasted = 2;   // SimResult::entry_cancelled: its copy out ran for nothing
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
 
 struct Candidate {
@@ -269,7 +277,8 @@ class CuswapPlanner final : public Planner {
         best_result = result;
       }
     }
-    return best;
+    if (done()) return best;
+    return defer_crossings(workload, request, starts, std::move(best), best_result);
   }
 
  private:
@@ -440,6 +449,62 @@ class CuswapPlanner final : public Planner {
       for (size_t m = 0; m < c.tensors.size(); ++m)
         plan.entries.push_back(
             make_entry(workload, c.tensors[m], c.after, chosen[g].trigger, c.nexts[m], g));
+    }
+    return plan;
+  }
+
+  // Step 9: for the ops that waited, longest wait first, the prefetches
+  // started before the op for a later one start right after it instead; a
+  // move is kept when the plan simulates faster, and a kept move starts
+  // the search again from the new plan's waits.
+  Plan defer_crossings(const Workload& workload, const PlanRequest& request,
+                       const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
+    std::vector<uint8_t> tried(workload.ops.size(), 0);
+    int tries = 0;
+    for (bool kept = true; kept && tries < kDeferTries;) {
+      kept = false;
+      const SimResult timed = simulate_plan(workload, plan, request, /*record_timeline=*/true);
+      std::vector<std::pair<int64_t, uint32_t>> waits;  // (wait, op), longest first
+      int64_t behind_ns = 0;
+      for (const OpSpan& span : timed.ops) {
+        const int64_t delay_ns = span.start_ns - starts[span.op] -
+                                 scaled_ns(workload.ops[span.op].idle_ns, request.time_scale);
+        if (delay_ns > behind_ns) waits.emplace_back(delay_ns - behind_ns, span.op);
+        behind_ns = delay_ns;
+      }
+      std::sort(waits.begin(), waits.end(), std::greater<>());
+      for (const auto& [wait_ns, k] : waits) {
+        if (tries >= kDeferTries) break;
+        if (tried[k] || k + 1 >= workload.ops.size()) continue;
+        tried[k] = 1;
+        // Whole groups move, and only those none of whose tensors k needs.
+        std::map<uint32_t, bool> crossing;
+        for (const PlanEntry& e : plan.entries) {
+          if (!e.returns || e.prefetch_at.index > k) continue;
+          const bool wraps = e.leaves && e.next_use.index <= e.evict_after.index;
+          const bool crosses = !wraps && e.next_use.index > k;
+          const auto it = crossing.try_emplace(e.group, crosses).first;
+          it->second = it->second && crosses;
+        }
+        Plan next = plan;
+        bool moved = false;
+        for (PlanEntry& e : next.entries) {
+          if (!e.returns || e.prefetch_at.index > k) continue;
+          const auto it = crossing.find(e.group);
+          if (it == crossing.end() || !it->second) continue;
+          e.prefetch_at = OpRef{workload.ops[k + 1].name, workload.ops[k + 1].ordinal, k + 1};
+          moved = true;
+        }
+        if (!moved) continue;
+        ++tries;
+        SimResult r = simulate_plan(workload, next, request);
+        if (r.wasted_evictions == 0 && better(r, result)) {
+          plan = std::move(next);
+          result = std::move(r);
+          kept = true;
+          break;
+        }
+      }
     }
     return plan;
   }

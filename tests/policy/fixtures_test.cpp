@@ -347,5 +347,49 @@ TEST(Fixtures, PlansAreCheckedAgainstTheTrace) {
   EXPECT_NE(error.find("its tensor is still out for entries[0]"), std::string::npos) << error;
 }
 
+// Planner step 9 on a real GPU capture. A PyTorch profile gives each
+// tensor's producer and free only, so the saved maps that HTA's step frees
+// together at one op are all last used there (1.36 GiB, the op over the
+// most bytes). At 1434 MiB on pcie3 that op waits for them, and a prefetch
+// started before it for a later op would take link time and memory from
+// it: the plan starts every such prefetch after it.
+TEST(Fixtures, NoPrefetchCrossesTheOpThatNeedsTheMostBytes) {
+  const std::string file =
+      std::string(CUSWAP_TEST_DATA) + "/gpu/torch-hta-v100-rank1.trace.json.gz";
+  trace::Trace captured_trace;
+  Workload captured;
+  std::string error;
+  ASSERT_TRUE(trace::import_trace(file, {}, captured_trace, error)) << error;
+  ASSERT_TRUE(build_workload(captured_trace, {}, captured, error)) << error;
+  const Workload w = with_charged_sizes(captured, uint64_t{1} << 20);
+  uint32_t busiest = 0;
+  uint64_t most = 0;
+  for (uint32_t k = 0; k < w.ops.size(); ++k) {
+    uint64_t bytes = 0;
+    for (uint32_t t : w.uses_at[k])
+      bytes += w.tensors[t].size_bytes;
+    if (bytes > most) most = bytes, busiest = k;
+  }
+  ASSERT_GT(most, uint64_t{1} << 30);
+  PlanRequest request;
+  request.budget_bytes = uint64_t{1434} << 20;
+  request.link = *find_link("pcie3");
+  const Plan plan = find_planner("cuswap")->plan(w, request);
+  size_t back_for_it = 0, crossing = 0;
+  for (const PlanEntry& e : plan.entries) {
+    if (!e.returns) continue;
+    const bool wraps = e.leaves && e.next_use.index <= e.evict_after.index;
+    back_for_it += e.next_use.index == busiest;
+    if (!wraps && e.prefetch_at.index <= busiest && e.next_use.index > busiest) {
+      ++crossing;
+      ADD_FAILURE() << e.tensor.name << " (" << e.tensor.size_bytes << " B) is fetched at op "
+                    << e.prefetch_at.index << " for op " << e.next_use.index << ", across op "
+                    << busiest;
+    }
+  }
+  EXPECT_GT(back_for_it, 10u);
+  EXPECT_EQ(crossing, 0u);
+}
+
 }  // namespace
 }  // namespace cuswap::policy::test
