@@ -173,6 +173,7 @@ bool build(const OnlinePlanning::Recording& rec, const Driver& driver, uint64_t 
     policy::WorkTensor wt;
     wt.name = fmt::format("buffer {}", t.id);
     wt.size_bytes = policy::charged_bytes(t.size_bytes, swap_min_bytes);  // Note [Charged sizes]
+    wt.slab = t.size_bytes < swap_min_bytes;
     wt.ordinal = t.ordinal;
     wt.alloc_op = t.resident_at_start ? policy::kResidentAtStart : std::min(t.alloc_op, n - 1);
     const uint32_t floor = t.resident_at_start ? 0 : wt.alloc_op;
@@ -238,6 +239,7 @@ void OnlinePlanning::hand_to_planner() {
         policy::PlanRequest request;
         request.budget_bytes = budget;
         request.link = *link;
+        request.swap_min_bytes = swap_min;  // Note [Pinned small tensors]
         policy::PlanOutcome outcome = policy::plan_and_simulate(*planner, workload, request);
         // The runtime matches the sizes asked for, not the pages charged.
         for (policy::PlanEntry& e : outcome.plan.entries) {

@@ -56,6 +56,7 @@ SimOptions sim_options(const PlanRequest& request) {
   options.budget_bytes = request.budget_bytes;
   options.link = request.link;
   options.time_scale = request.time_scale;
+  options.swap_min_bytes = request.swap_min_bytes;
   return options;
 }
 

@@ -20,6 +20,9 @@ struct PlanRequest {
   uint64_t budget_bytes = UINT64_MAX;
   Link link;
   double time_scale = 1.0;
+  // Tensors below this size stay on the device (Note [Pinned small tensors]
+  // in policy/simulator.cpp); 0: every tensor may move.
+  uint64_t swap_min_bytes = 0;
 };
 
 class Planner {

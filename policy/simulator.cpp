@@ -99,6 +99,25 @@ namespace {
 // copies behind it move up. One already running completes and is charged;
 // the tensor stays on the device either way.
 
+// Note [An op's fetches at once]
+// The runtime sees a launch's buffers together: it makes room for, and
+// queues, the fetch of every evicted one before the launch, so the copy out
+// that makes room for the second overlaps the copy in of the first. The
+// simulator does the same: each of an op's fetches is issued when the op's
+// turn comes (after its allocations), or once the room the one before it
+// waited for was made, not when the one before it lands; the op starts
+// when the last lands.
+
+// Note [Pinned small tensors]
+// The swapping allocator gives a buffer below swap_min a slot in a slab
+// page shared with others, and a slab never moves (Note [Charged sizes] in
+// policy/workload.h). The simulator keeps such tensors where the runtime
+// does (those a charged workload marks `slab`, and with
+// SimOptions::swap_min_bytes those below it): a planned eviction of one is
+// skipped, as the runtime refuses it, memory pressure never picks one, and
+// a plan that starts one on the host (a wrap or carried entry) finds it
+// resident. The bytes still count against the budget.
+
 // Unified memory without hints migrates on faults, a 2 MiB chunk at a time,
 // each fault paying its own service latency on top of the transfer.
 constexpr uint64_t kFaultChunkBytes = 2u << 20;
@@ -173,7 +192,7 @@ class Simulation {
     const std::vector<uint8_t> parked = parked_at_start(w_, o_.budget_bytes);
     std::vector<int32_t> wraps(w_.tensors.size(), -1);
     for (uint32_t i = 0; i < entries_.size(); ++i)
-      if (entries_[i].wraps() || !entries_[i].leaves)
+      if ((entries_[i].wraps() || !entries_[i].leaves) && !pinned(entries_[i].tensor))
         wraps[entries_[i].tensor] = static_cast<int32_t>(i);
     for (uint32_t x = 0; x < w_.tensors.size(); ++x) {
       if (!w_.tensors[x].resident_at_start()) continue;
@@ -202,8 +221,10 @@ class Simulation {
         set_state(x, State::resident, ++clock_);
         arrive(x, start);
       }
+      // Note [An op's fetches at once]
+      const int64_t issue = start;
       for (uint32_t x : w_.uses_at[k])
-        start = std::max(start, make_resident(x, start, k));
+        start = std::max(start, make_resident(x, std::max(issue, processed_ns_), k));
       r_.stall_ns += start - ready;
       const int64_t end = start + scaled_ns(w_.ops[k].duration_ns, o_.time_scale);
       if (o_.record_timeline) r_.ops.push_back({k, start, end});
@@ -265,19 +286,25 @@ class Simulation {
     }
   }
 
+  // Note [Pinned small tensors]
+  bool pinned(uint32_t x) const {
+    return w_.tensors[x].slab || w_.tensors[x].size_bytes < o_.swap_min_bytes;
+  }
+
   void set_state(uint32_t x, State s, uint64_t stamp) {
     TensorState& ts = state_[x];
     if (ts.state == State::resident) lru_.erase({ts.stamp, x});
     ts.state = s;
     if (s == State::resident) {
       ts.stamp = stamp;
-      lru_.insert({ts.stamp, x});
+      if (!pinned(x)) lru_.insert({ts.stamp, x});  // what pressure may evict
     }
   }
   void touch(uint32_t x) { set_state(x, State::resident, ++clock_); }
 
   // Applies the copy completions up to `time_ns`, in time order.
   void process_until(int64_t time_ns) {
+    processed_ns_ = std::max(processed_ns_, time_ns);
     for (;;) {
       EventQueue* q = next_queue();
       if (q == nullptr || q->top().time_ns > time_ns) return;
@@ -576,7 +603,7 @@ class Simulation {
       std::vector<uint32_t> moving;
       for (uint32_t i : it->second) {
         const uint32_t x = entries_[i].tensor;
-        if (state_[x].state != State::resident || w_.tensors[x].free_op == k) continue;
+        if (state_[x].state != State::resident || w_.tensors[x].free_op == k || pinned(x)) continue;
         bytes += w_.tensors[x].size_bytes;
         moving.push_back(x);
         state_[x].entry = static_cast<int32_t>(i);
@@ -619,12 +646,13 @@ class Simulation {
   SimResult r_;
   std::vector<TensorState> state_;
   std::vector<uint32_t> protect_;                // op that last claimed the tensor
-  std::set<std::pair<uint64_t, uint32_t>> lru_;  // resident tensors by stamp
+  std::set<std::pair<uint64_t, uint32_t>> lru_;  // resident tensors that may move, by stamp
   EventQueue evictions_, fetches_;
   std::map<GroupKey, std::vector<uint32_t>> evict_groups_, prefetch_groups_;
   std::vector<GroupKey> deferred_;
   uint64_t used_ = 0;
   uint64_t clock_ = 0;
+  int64_t processed_ns_ = 0;      // copies are applied up to here: nothing happens earlier
   std::vector<int64_t> arrived_;  // with record_timeline: since when x holds memory, or -1
   Engine h2d_, d2h_, shared_;
 };

@@ -29,6 +29,9 @@ struct SimOptions {
   double time_scale = 1.0;       // op durations are multiplied by it
   bool record_timeline = false;  // fill SimResult's spans, copies, memory and residency
   bool bounds = false;           // fill lower_bound_ns and time_bound_ns (policy/bounds.h)
+  // Note [Pinned small tensors]: tensors below this size never leave the
+  // device (0: every tensor may move).
+  uint64_t swap_min_bytes = 0;
 };
 
 // Note [Untouched at start]: which tensors resident at start stay on the

@@ -225,8 +225,10 @@ uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes) {
 
 Workload with_charged_sizes(const Workload& workload, uint64_t swap_min_bytes) {
   Workload out = workload;
-  for (WorkTensor& t : out.tensors)
+  for (WorkTensor& t : out.tensors) {
+    t.slab = t.size_bytes < swap_min_bytes;
     t.size_bytes = charged_bytes(t.size_bytes, swap_min_bytes);
+  }
   return out;
 }
 

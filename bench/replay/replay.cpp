@@ -124,7 +124,12 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
   const policy::Workload& w = p.loaded.workload;
   policy::Plan plan;
   std::vector<policy::ResolvedEntry> entries;
-  const policy::SimOptions sim = policy::sim_options(p.loaded.request);
+  // The shim keeps buffers below swap_min in slabs that never move (Note
+  // [Pinned small tensors] in policy/simulator.cpp): plans and predictions
+  // are made knowing it.
+  policy::PlanRequest request = p.loaded.request;
+  request.swap_min_bytes = kSwapMinBytes;
+  const policy::SimOptions sim = policy::sim_options(request);
   if (policy.rfind("plan:", 0) == 0) {
     const std::string file = policy.substr(5);
     if (!policy::read_plan_file(file, plan, error)) return false;
@@ -137,7 +142,7 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
     // Planned at the sizes the allocator charges (Note [Charged sizes]);
     // the translated plan names the sizes asked for.
     const policy::Workload charged = policy::with_charged_sizes(w, kSwapMinBytes);
-    policy::PlanOutcome made = policy::plan_and_simulate(*planner, charged, p.loaded.request);
+    policy::PlanOutcome made = policy::plan_and_simulate(*planner, charged, request);
     plan = std::move(made.plan);
     if (!policy::resolve(plan, charged, entries, error)) return false;
     out.predicted_ns = made.result.iteration_ns;
