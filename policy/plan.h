@@ -79,12 +79,14 @@ struct TensorRef {
 
 struct PlanEntry {
   TensorRef tensor;
-  OpRef evict_after;   // copy out when this op ends, then free the device copy
-  OpRef prefetch_at;   // start the copy back when this op is launched
-  OpRef next_use;      // the op that needs it back
-  uint32_t group = 0;  // entries of one group move as one copy each way
+  OpRef evict_after;    // copy out when this op ends, then free the device copy
+  OpRef prefetch_at;    // start the copy back when this op is launched
+  OpRef next_use;       // the op that needs it back
+  uint32_t group = 0;   // entries of one group move as one copy each way
   bool leaves = true;   // false: starts on the host (Note [Carried tensors])
   bool returns = true;  // false: not back in this iteration (Note [Carried tensors])
+  // Note [Wrap entries], by the ops' indices (set where the plan was made)
+  bool wraps() const { return leaves && returns && next_use.index <= evict_after.index; }
 };
 
 // What the planner predicted, from its own simulation.

@@ -287,9 +287,7 @@ class Simulation {
   }
 
   // Note [Pinned small tensors]
-  bool pinned(uint32_t x) const {
-    return w_.tensors[x].slab || w_.tensors[x].size_bytes < o_.swap_min_bytes;
-  }
+  bool pinned(uint32_t x) const { return never_moves(w_.tensors[x], o_.swap_min_bytes); }
 
   void set_state(uint32_t x, State s, uint64_t stamp) {
     TensorState& ts = state_[x];

@@ -98,6 +98,12 @@ std::vector<uint64_t> live_bytes_per_op(const Workload& workload,
 inline constexpr uint64_t kRuntimePageBytes = uint64_t{2} << 20;
 uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes);
 Workload with_charged_sizes(const Workload& workload, uint64_t swap_min_bytes);
+// Whether the allocator keeps `tensor` in a slab, where it never moves: it
+// was charged as a slot, or it is below swap_min (0: no such rule). Note
+// [Pinned small tensors] in policy/simulator.cpp.
+inline bool never_moves(const WorkTensor& tensor, uint64_t swap_min_bytes) {
+  return tensor.slab || tensor.size_bytes < swap_min_bytes;
+}
 
 // Note [The loss point]: the first op at which live bytes reach their peak;
 // the forward pass is the ops before it.

@@ -122,13 +122,9 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
                                   const std::vector<int64_t>& starts, uint32_t group_span) {
   const auto n = static_cast<uint32_t>(workload.ops.size());
   std::vector<Candidate> singles;
-  // Note [Pinned small tensors] in policy/simulator.cpp: those never move.
-  const auto movable = [&](const WorkTensor& tensor) {
-    return !tensor.slab && tensor.size_bytes >= request.swap_min_bytes;
-  };
   for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
     const WorkTensor& tensor = workload.tensors[t];
-    if (!movable(tensor)) continue;
+    if (never_moves(tensor, request.swap_min_bytes)) continue;
     const std::vector<uint32_t>& uses = tensor.uses;
     const auto add = [&](uint32_t after, uint32_t next, bool wraps) {
       singles.push_back({{t}, {next}, tensor.size_bytes, after, next, wraps, 0, {}, {}});
@@ -145,7 +141,7 @@ std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& r
   std::map<uint64_t, std::vector<uint32_t>> heads, tails;
   for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
     const WorkTensor& tensor = workload.tensors[t];
-    if (tensor.uses.empty() || !movable(tensor)) continue;
+    if (tensor.uses.empty() || never_moves(tensor, request.swap_min_bytes)) continue;
     if (tensor.resident_at_start() && tensor.free_op < n) heads[tensor.size_bytes].push_back(t);
     if (!tensor.resident_at_start() && tensor.free_op >= n) tails[tensor.size_bytes].push_back(t);
   }
@@ -486,8 +482,7 @@ class CuswapPlanner final : public Planner {
         std::map<uint32_t, bool> crossing;
         for (const PlanEntry& e : plan.entries) {
           if (!e.returns || e.prefetch_at.index > k) continue;
-          const bool wraps = e.leaves && e.next_use.index <= e.evict_after.index;
-          const bool crosses = !wraps && e.next_use.index > k;
+          const bool crosses = !e.wraps() && e.next_use.index > k;
           const auto it = crossing.try_emplace(e.group, crosses).first;
           it->second = it->second && crosses;
         }

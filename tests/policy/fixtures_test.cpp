@@ -380,9 +380,8 @@ TEST(Fixtures, NoPrefetchCrossesTheOpThatNeedsTheMostBytes) {
   size_t back_for_it = 0, crossing = 0;
   for (const PlanEntry& e : plan.entries) {
     if (!e.returns) continue;
-    const bool wraps = e.leaves && e.next_use.index <= e.evict_after.index;
     back_for_it += e.next_use.index == busiest;
-    if (!wraps && e.prefetch_at.index <= busiest && e.next_use.index > busiest) {
+    if (!e.wraps() && e.prefetch_at.index <= busiest && e.next_use.index > busiest) {
       ++crossing;
       ADD_FAILURE() << e.tensor.name << " (" << e.tensor.size_bytes << " B) is fetched at op "
                     << e.prefetch_at.index << " for op " << e.next_use.index << ", across op "
