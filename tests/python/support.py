@@ -79,13 +79,13 @@ def _source(code):
     return "\n".join(textwrap.dedent(piece) for piece in pieces)
 
 
-def run_python(code, env, timeout=120, args=()):
+def run_python(code, env, timeout=300, args=()):
     """Runs `code` (text, or a list of pieces) in a child python3; returns the CompletedProcess."""
     return subprocess.run([sys.executable, "-c", _source(code), *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
-def run_json(code, env, timeout=120, args=()):
+def run_json(code, env, timeout=300, args=()):
     """Runs `code`, which calls report(value) once; returns value, or fails with the child's output.
 
     report (defined for the child) prints the value as one JSON line.
