@@ -56,6 +56,11 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
                      policy::mode_name(o.plan.mode), human_bytes(l.request.budget_bytes),
                      l.request.budget_bytes);
   out += fmt::format("link: {}\n", describe_link(l.request.link));
+  if (!l.asked_bytes.empty())
+    out += fmt::format(
+        "sizes: as the allocator charges them with swap_min {} (the plan names the sizes "
+        "asked)\n",
+        human_bytes(l.request.swap_min_bytes));
   out += fmt::format("peak without swapping: {}, iteration {}\n",
                      human_bytes(r.infinite_memory_peak_bytes), human_ns(r.infinite_memory_ns));
   const Moves m = moves_of(o.plan);
@@ -88,6 +93,19 @@ std::string summary_json(const Loaded& l, const policy::PlanOutcome& o, const st
       m.in_bytes, output.empty() ? "null" : json_string(output));
 }
 
+// `plan` naming its tensors by the sizes asked, which the runtime matches,
+// where it was made at the sizes charged (--swap-min).
+policy::Plan as_asked(const Loaded& l, const policy::Plan& plan) {
+  if (l.asked_bytes.empty()) return plan;
+  std::vector<policy::ResolvedEntry> entries;
+  std::string error;
+  if (!policy::resolve(plan, l.workload, entries, error)) return plan;  // planners' plans do
+  policy::Plan asked = plan;
+  for (size_t i = 0; i < entries.size(); ++i)
+    asked.entries[i].tensor.size_bytes = l.asked_bytes[entries[i].tensor];
+  return asked;
+}
+
 Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
   if (o.files.size() != 1)
     return failure(
@@ -103,7 +121,8 @@ Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
                                               policy::planner_names(), o.planner));
   const policy::PlanOutcome outcome =
       policy::plan_and_simulate(*planner, loaded.workload, loaded.request);
-  if (!o.output.empty() && !write_file(o.output, policy::write_plan_json(outcome.plan), error))
+  if (!o.output.empty() &&
+      !write_file(o.output, policy::write_plan_json(as_asked(loaded, outcome.plan)), error))
     return failure(kExitFailed, error);
   std::string text;
   if (o.json) {

@@ -61,6 +61,10 @@ void add_policy_options(CLI::App* sub, PolicyArgs& args) {
   sub->add_option("--device", args.device,
                   "Which device (default: the one with the most device memory)");
   sub->add_flag("--partial", args.partial, "Read a .cst trace whose recording never finished");
+  sub->add_option("--swap-min", args.swap_min,
+                  "Plan and simulate at the sizes the swapping allocator charges: whole 2 MiB "
+                  "pages for a buffer of at least SIZE, a slab slot that never moves below it "
+                  "(give the shim's swap_min, 1MiB unless configured, for a plan it follows)");
   add_max_input_option(sub, args.max_input);
 }
 
@@ -122,6 +126,18 @@ bool load(const std::string& file, const PolicyArgs& args, Loaded& out, std::str
         out.trace.format == trace::TraceFormat::cst ? ": a .cst without timing events" : "");
     return false;
   }
+  if (!args.swap_min.empty()) {
+    const std::optional<uint64_t> swap_min = conf::parse_size(args.swap_min);
+    if (!swap_min) {
+      error = fmt::format("--swap-min: expected a size such as 1MiB, got \"{}\"", args.swap_min);
+      return false;
+    }
+    out.asked_bytes.reserve(out.workload.tensors.size());
+    for (const policy::WorkTensor& t : out.workload.tensors)
+      out.asked_bytes.push_back(t.size_bytes);
+    out.workload = policy::with_charged_sizes(out.workload, *swap_min);
+    out.request.swap_min_bytes = *swap_min;
+  }
   return parse_request(args, out.workload, out.request, out.budget_given, error);
 }
 
@@ -145,7 +161,13 @@ bool obtain_plan(Loaded& loaded, const PolicyArgs& args, const std::string& plan
       loaded.request.budget_bytes = plan.budget_bytes;
       loaded.budget_given = true;
     }
-    if (!policy::resolve(plan, loaded.workload, entries, error)) {
+    // A plan names the sizes asked; the workload may be at the sizes charged.
+    policy::Plan charged = plan;
+    if (!loaded.asked_bytes.empty())
+      for (policy::PlanEntry& e : charged.entries)
+        e.tensor.size_bytes =
+            policy::charged_bytes(e.tensor.size_bytes, loaded.request.swap_min_bytes);
+    if (!policy::resolve(charged, loaded.workload, entries, error)) {
       error = fmt::format("{}: {}", plan_path, error);
       return false;
     }
@@ -275,7 +297,7 @@ std::string render_result_text(const policy::SimResult& r, const policy::Workloa
       "once across the link)\n",
       human_ns(r.lower_bound_ns), human_ns(r.time_bound_ns));
   out += fmt::format(
-      "copies: {} out ({} evictions, {} forced; {} called off before they started, {} for "
+      "copies: {} out ({} evictions, {} forced; {} called off, {} of them planned and for "
       "nothing), {} in ({} prefetches, {} late; {} on demand)\n",
       human_bytes(r.d2h_bytes), r.evictions, r.forced_evictions, r.cancelled_evictions,
       r.wasted_evictions, human_bytes(r.h2d_bytes), r.prefetches, r.late_prefetches,

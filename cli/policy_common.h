@@ -28,6 +28,7 @@ struct PolicyArgs {
   int device = -2;
   bool partial = false;
   std::string max_input;  // --max-input SIZE, "" for the default
+  std::string swap_min;   // --swap-min SIZE, "" for the sizes asked
   // Refuse a trace whose ops all last 0 ns (nothing to time a plan by).
   bool require_durations = true;
   CLI::Option* link_option = nullptr;
@@ -36,7 +37,7 @@ struct PolicyArgs {
 };
 
 // Adds --budget, --link, --time-scale, --duplex-contention, --iteration,
-// --device and --partial.
+// --device, --partial and --swap-min.
 void add_policy_options(CLI::App* sub, PolicyArgs& args);
 
 struct Loaded {
@@ -44,6 +45,9 @@ struct Loaded {
   policy::Workload workload;
   policy::PlanRequest request;
   bool budget_given = false;
+  // With --swap-min, the workload is at the sizes the allocator charges
+  // (Note [Charged sizes]) and these are the sizes asked, per tensor.
+  std::vector<uint64_t> asked_bytes;
 };
 
 // Imports `file`, builds the workload and parses the options; false with

@@ -63,13 +63,14 @@ void expect_intact(const ProgramResult& r) {
                                                    << r.out << r.err;
 }
 
-// Records a run, plans it with the CLI at the budget.
+// Records a run, plans it with the CLI at the budget and at the sizes the
+// allocator charges (its default swap_min).
 std::string make_plan(const TempDir& dir) {
   const std::string trace = dir.path("run.cst"), plan = dir.path("plan.json");
   ProgramResult rec = train("record:" + trace);
   EXPECT_EQ(rec.exit_code, 0) << rec.err;
-  ProgramResult p =
-      run_program({CUSWAP_CLI, "plan", trace, "--budget", "48MiB", "--link", "pcie3", "-o", plan});
+  ProgramResult p = run_program({CUSWAP_CLI, "plan", trace, "--budget", "48MiB", "--link", "pcie3",
+                                 "--swap-min", "1MiB", "-o", plan});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   return plan;
 }

@@ -101,6 +101,45 @@ TEST_F(PolicyCli, PlanThenSimulateAgree) {
   EXPECT_EQ(std::string_view(doc["planner"]), "seed");
 }
 
+// A plan for the allocator, made at the sizes it charges (--swap-min): the
+// file names the sizes asked, which resolve against the trace as captured,
+// and `simulate --plan` with the same option predicts what `plan` did.
+TEST_F(PolicyCli, APlanAtChargedSizesNamesTheSizesAsked) {
+  const std::string gpu = std::string(CUSWAP_TEST_DATA) + "/gpu/torch-resnet50-v100.trace.json.gz";
+  const std::string plan = dir_.path("charged.json");
+  const Result p = cuswap({"plan", gpu, "--budget", "60%", "--planner", "capuchin", "--swap-min",
+                           "1MiB", "--link", "pcie3", "-o", plan});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_TRUE(contains(p.out, "sizes: as the allocator charges them with swap_min 1.0 MiB"))
+      << p.out;
+  simdjson::dom::parser parser;
+  simdjson::dom::element plan_doc;
+  const std::string plan_text = read(plan);
+  ASSERT_EQ(parser.parse(plan_text).get(plan_doc), simdjson::SUCCESS) << plan_text;
+  simdjson::dom::array entries;
+  ASSERT_EQ(plan_doc["entries"].get(entries), simdjson::SUCCESS);
+  ASSERT_GT(entries.size(), 0u);
+  size_t unrounded = 0;  // sizes asked that are not whole pages
+  for (simdjson::dom::element e : entries)
+    unrounded += uint64_t(e["tensor"]["size_bytes"]) % (uint64_t{2} << 20) != 0 ? 1 : 0;
+  EXPECT_GT(unrounded, 0u) << plan_text;
+  const int64_t predicted_ns = int64_t(plan_doc["predicted"]["iteration_ns"]);
+
+  const Result charged = cuswap({"simulate", gpu, "--plan", plan, "--swap-min", "1MiB", "--json"});
+  ASSERT_EQ(charged.exit_code, 0) << charged.err;
+  simdjson::dom::parser parser2;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser2.parse(charged.out).get(doc), simdjson::SUCCESS) << charged.out;
+  EXPECT_EQ(int64_t(doc["iteration_ns"]), predicted_ns);
+  const Result asked = cuswap({"simulate", gpu, "--plan", plan, "--json"});
+  EXPECT_NE(asked.exit_code, 2) << asked.err;  // the names resolve at the sizes asked
+
+  const Result bad = cuswap({"plan", gpu, "--budget", "60%", "--swap-min", "lots"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "--swap-min: expected a size such as 1MiB, got \"lots\""))
+      << bad.err;
+}
+
 TEST_F(PolicyCli, CompareListsEveryPlanner) {
   const Result t = cuswap({"compare", kTrace, "--budget", "60%"});
   ASSERT_EQ(t.exit_code, 0) << t.err;
