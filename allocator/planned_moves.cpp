@@ -3,11 +3,13 @@
 // Note [Planned moves]
 // A planned eviction queues its copy out on the eviction stream after the
 // buffer's last use and returns: the host thread does not wait. The buffer
-// is evicting, its pages still mapped, until the copy is found done; then it
-// lands as any eviction does (pages back to the pool, the range onto the
-// host copy). Evictions land when room is wanted: an allocation or prefetch
-// that finds none takes the finished ones first, then waits for the oldest
-// in flight, and only then evicts anything by LRU. A use of an evicting
+// is evicting, its pages still mapped, until it lands as any eviction does
+// (pages back to the pool, the range onto the host copy), and it lands when
+// room is wanted, and only then: an allocation or prefetch that finds none
+// takes the finished ones first, then waits for the oldest in flight, and
+// only then evicts anything by LRU. One whose room nothing wanted before
+// its prefetch stays, and no copy comes back (the simulator's Note [Lazy
+// landing]). A use of an evicting
 // buffer calls the eviction off: the use waits for the copy (which reads
 // the bytes the use may write), the host copy goes back once the copy is
 // done, and the buffer is resident again.
@@ -37,7 +39,6 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
   if (block.escaped && !dev.host_vmm) return CUDA_ERROR_NOT_READY;
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
-  (void)land_evictions(dev, false);
   try {
     dev.evicting.reserve(dev.evicting.size() + 1);
   } catch (...) {
@@ -161,7 +162,6 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
     if (!donated) return CUDA_ERROR_NOT_READY;  // never left: nothing to bring back
   }
   if (block.residency != Residency::evicted) return CUDA_ERROR_NOT_READY;
-  (void)land_evictions(dev, false);
   if (trigger) {
     if (const EventRef reached = record_event(dev, trigger)) {
       if (CUresult r = driver_.cuStreamWaitEvent(dev.prefetch_stream, reached.event(), 0);

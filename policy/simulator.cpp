@@ -4,12 +4,13 @@
 // Note [Memory accounting]
 // A tensor takes device memory from its allocation (the start of its
 // allocating op) to its free (the end of its freeing op). An eviction frees
-// it when the copy out completes; a fetch reserves it when the fetch is
-// issued. Reservations that would exceed the budget wait: a planned
-// prefetch is retried at every later op, an allocation or an on-demand
-// fetch stalls the compute engine until evictions free space, evicting
-// (least recently used first, never what the op itself needs) when nothing
-// is on its way out.
+// it when it lands: when an allocation or a fetch wants its room, once the
+// copy out completes (Note [Lazy landing]); a fetch reserves it when the
+// fetch is issued. Reservations that would exceed the budget take the
+// room of the evictions still on the device, oldest first, waiting for
+// their copies; then a planned prefetch is retried at every later op, and
+// an allocation or an on-demand fetch evicts (least recently used first,
+// never what the op itself needs) and waits for that copy.
 #include "policy/simulator.h"
 
 #include "policy/bounds.h"
@@ -91,13 +92,26 @@ std::vector<uint8_t> parked_at_start(const Workload& workload, uint64_t budget_b
 namespace {
 
 // Note [Cancelled copies]
-// Copies on one engine run in issue order, and one that has not started
-// can still be called off: the runtime keeps its own queue and hands a
-// copy to the driver only when the engine is free. So when a tensor on its
-// way out is needed again (its prefetch or its next use comes first) or is
-// freed, an eviction not yet started is dropped, is not charged, and the
-// copies behind it move up. One already running completes and is charged;
-// the tensor stays on the device either way.
+// When a tensor on its way out is needed again (its prefetch or its next
+// use comes first) or is freed, the eviction is called off: the tensor
+// stays on the device. Its copy is not: the runtime queues a planned
+// eviction's copy on the eviction stream as soon as the tensor's last use
+// is launched (Note [Planned moves] in allocator/planned_moves.cpp), the
+// host running ahead of the device, and a copy handed to the driver cannot
+// be taken back. So the copy runs and is charged, the copies behind it
+// wait for it, and the tensor's next use waits for it too (the copy reads
+// the bytes the use may write).
+
+// Note [Lazy landing]
+// A tensor whose copy out has ended is not gone: the runtime lands an
+// eviction (its pages back to the pool) when room is wanted, oldest first,
+// and a use or prefetch of a tensor not landed yet calls the eviction off.
+// The host runs ahead of the device, so what decides is the order of the
+// ops, not the clock: an allocation or a prefetch that finds no room takes
+// the room of the oldest eviction still on the device, waiting for its
+// copy to end; one that finds room takes nothing. A tensor whose room no
+// op wanted before its prefetch stays: its copy out was for nothing, and
+// no copy back is needed.
 
 // Note [An op's fetches at once]
 // The runtime sees a launch's buffers together: it makes room for, and
@@ -130,6 +144,7 @@ struct TensorState {
   State state = State::absent;
   uint32_t generation = 0;  // bumps cancel the pending copy event
   int64_t ready_ns = 0;     // when the copy in flight completes
+  int64_t hold_ns = 0;      // its next use waits until then (Note [Cancelled copies])
   uint64_t stamp = 0;       // eviction order key (Note [Memory accounting])
   int32_t entry = -1;       // the entry whose prefetch is in flight or done
 };
@@ -144,20 +159,9 @@ struct Event {
 };
 using EventQueue = std::priority_queue<Event, std::vector<Event>, std::greater<>>;
 
-// A copy engine: copies run one after another in issue order. Those not yet
-// started may still be cancelled (Note [Cancelled copies]).
-struct PendingCopy {
-  int64_t ready_ns = 0, start_ns = 0, end_ns = 0;
-  int64_t extra_ns = 0;  // on-demand fault handling on top of the transfer
-  uint64_t bytes = 0;
-  std::vector<uint32_t> tensors;
-  bool to_device = false;
-  size_t record = SIZE_MAX;  // its CopySpan, when the timeline is recorded
-};
+// A copy engine: copies run one after another in issue order.
 struct Engine {
-  int64_t started_end_ns = 0;  // when the last started copy ends
-  std::deque<PendingCopy> pending;
-  int64_t free_ns() const { return pending.empty() ? started_end_ns : pending.back().end_ns; }
+  int64_t free_ns = 0;  // when the last copy issued ends
 };
 
 class Simulation {
@@ -237,7 +241,7 @@ class Simulation {
       evict_planned(k, t);
     }
     r_.stall_ns += setup_ns;
-    r_.iteration_ns = std::max({t, h2d_.free_ns(), d2h_.free_ns(), shared_.free_ns()});
+    r_.iteration_ns = std::max({t, h2d_.free_ns, d2h_.free_ns, shared_.free_ns});
     finish();
     return std::move(r_);
   }
@@ -300,36 +304,47 @@ class Simulation {
   }
   void touch(uint32_t x) { set_state(x, State::resident, ++clock_); }
 
-  // Applies the copy completions up to `time_ns`, in time order.
+  // Applies the fetch completions up to `time_ns`, in time order, and with
+  // land_when_copied the ends of the copies out.
   void process_until(int64_t time_ns) {
     processed_ns_ = std::max(processed_ns_, time_ns);
     for (;;) {
-      EventQueue* q = next_queue();
-      if (q == nullptr || q->top().time_ns > time_ns) return;
-      const Event e = q->top();
-      q->pop();
-      TensorState& ts = state_[e.tensor];
-      if (ts.generation != e.generation) continue;
-      if (ts.state == State::evicting) {
-        ts.state = State::host;
-        leave(e.tensor, e.time_ns);
-      } else if (ts.state == State::fetching) {
-        set_state(e.tensor, State::resident, mode_ == PlanMode::ondemand ? ++clock_ : clock_);
+      drop_stale(fetches_);
+      const uint32_t out = o_.land_when_copied ? oldest_evicting() : kNoVictim;
+      const int64_t out_ns = out == kNoVictim ? INT64_MAX : state_[out].ready_ns;
+      const int64_t in_ns = fetches_.empty() ? INT64_MAX : fetches_.top().time_ns;
+      if (std::min(out_ns, in_ns) > time_ns) return;
+      if (out_ns <= in_ns) {  // a copy out ends first at a tie
+        land(out, out_ns);
+        continue;
       }
+      const uint32_t x = fetches_.top().tensor;
+      fetches_.pop();
+      if (state_[x].state == State::fetching)
+        set_state(x, State::resident, mode_ == PlanMode::ondemand ? ++clock_ : clock_);
     }
   }
 
-  // Pops the completions of copies that were cancelled or moved.
+  // Pops the completions of fetches whose tensor was freed since.
   void drop_stale(EventQueue& q) const {
     while (!q.empty() && state_[q.top().tensor].generation != q.top().generation)
       q.pop();
   }
 
-  // The queue whose next event comes first (evictions first at a tie).
-  EventQueue* next_queue() {
-    if (evictions_.empty()) return fetches_.empty() ? nullptr : &fetches_;
-    if (fetches_.empty()) return &evictions_;
-    return fetches_.top().time_ns < evictions_.top().time_ns ? &fetches_ : &evictions_;
+  // Note [Lazy landing]: the oldest eviction still on the device, or
+  // kNoVictim when none is.
+  uint32_t oldest_evicting() {
+    while (!evicting_.empty()) {
+      const auto [x, generation] = evicting_.front();
+      if (state_[x].generation == generation && state_[x].state == State::evicting) return x;
+      evicting_.pop_front();
+    }
+    return kNoVictim;
+  }
+  // x's eviction lands: its room is another's from `time_ns`.
+  void land(uint32_t x, int64_t time_ns) {
+    state_[x].state = State::host;
+    leave(x, time_ns);
   }
 
   Engine& engine(bool to_device) {
@@ -338,91 +353,21 @@ class Simulation {
 
   // Issues one copy of `tensors` (`bytes` in all) at ready_ns; returns when
   // it completes.
-  int64_t copy(bool to_device, uint64_t bytes, int64_t ready_ns, std::vector<uint32_t> tensors,
-               bool on_demand) {
+  int64_t copy(bool to_device, uint64_t bytes, int64_t ready_ns,
+               const std::vector<uint32_t>& tensors, bool on_demand) {
     Engine& e = engine(to_device);
-    while (!e.pending.empty() && e.pending.front().start_ns <= ready_ns) {
-      e.started_end_ns = e.pending.front().end_ns;
-      e.pending.pop_front();
-    }
-    PendingCopy c;
-    c.ready_ns = ready_ns;
-    c.start_ns = std::max(ready_ns, e.free_ns());
+    const int64_t start = std::max(ready_ns, e.free_ns);
+    int64_t extra = 0;  // on-demand fault handling on top of the transfer
     if (to_device && on_demand && mode_ == PlanMode::ondemand)
-      c.extra_ns = static_cast<int64_t>((bytes + kFaultChunkBytes - 1) / kFaultChunkBytes) *
-                       kFaultLatencyNs -
-                   o_.link.latency_ns;
-    c.end_ns = c.start_ns + o_.link.copy_ns(bytes) + c.extra_ns;
-    c.bytes = bytes;
-    c.to_device = to_device;
+      extra = static_cast<int64_t>((bytes + kFaultChunkBytes - 1) / kFaultChunkBytes) *
+                  kFaultLatencyNs -
+              o_.link.latency_ns;
+    e.free_ns = start + o_.link.copy_ns(bytes) + extra;
     (to_device ? r_.h2d_bytes : r_.d2h_bytes) += bytes;
-    if (o_.record_timeline) {
-      c.record = r_.copies.size();
-      r_.copies.push_back({tensors.front(), static_cast<uint32_t>(tensors.size()), bytes,
-                           c.start_ns, c.end_ns, to_device, on_demand});
-    }
-    const int64_t end = c.end_ns;
-    if (c.start_ns > ready_ns) {
-      c.tensors = std::move(tensors);
-      e.pending.push_back(std::move(c));
-    } else {
-      e.started_end_ns = end;
-    }
-    return end;
-  }
-
-  // Note [Cancelled copies]: a planned or forced eviction of x that has not
-  // started by `now_ns` leaves its copy; the copies queued after it move up.
-  // True when the copy had not started.
-  bool cancel_eviction(uint32_t x, int64_t now_ns) {
-    Engine& e = engine(false);
-    for (size_t i = 0; i < e.pending.size(); ++i) {
-      PendingCopy& c = e.pending[i];
-      if (c.to_device || c.start_ns <= now_ns) continue;
-      const auto it = std::find(c.tensors.begin(), c.tensors.end(), x);
-      if (it == c.tensors.end()) continue;
-      c.tensors.erase(it);
-      const uint64_t size = w_.tensors[x].size_bytes;
-      c.bytes -= size;
-      r_.d2h_bytes -= size;
-      --r_.evictions;
-      ++r_.cancelled_evictions;
-      if (c.record != SIZE_MAX) {
-        CopySpan& span = r_.copies[c.record];
-        span.bytes = c.bytes;
-        span.tensors = static_cast<uint32_t>(c.tensors.size());
-        if (!c.tensors.empty()) span.tensor = c.tensors.front();
-      }
-      if (c.tensors.empty()) e.pending.erase(e.pending.begin() + static_cast<ptrdiff_t>(i));
-      retime(e, i, now_ns);
-      return true;
-    }
-    return false;
-  }
-
-  // Recomputes the copies of `e` from pending index `from` on, and moves
-  // the completions of their tensors.
-  void retime(Engine& e, size_t from, int64_t now_ns) {
-    for (size_t i = from; i < e.pending.size(); ++i) {
-      PendingCopy& c = e.pending[i];
-      const int64_t prev_end = i == 0 ? e.started_end_ns : e.pending[i - 1].end_ns;
-      const int64_t old_end = c.end_ns;
-      c.start_ns = std::max({c.ready_ns, prev_end, now_ns});
-      c.end_ns = c.start_ns + o_.link.copy_ns(c.bytes) + c.extra_ns;
-      if (c.record != SIZE_MAX) {
-        r_.copies[c.record].start_ns = c.start_ns;
-        r_.copies[c.record].end_ns = c.end_ns;
-      }
-      if (c.end_ns == old_end) continue;
-      const State moving = c.to_device ? State::fetching : State::evicting;
-      for (uint32_t x : c.tensors) {
-        TensorState& ts = state_[x];
-        if (ts.state != moving || ts.ready_ns != old_end) continue;
-        ts.ready_ns = c.end_ns;
-        ++ts.generation;
-        (c.to_device ? fetches_ : evictions_).push({c.end_ns, x, ts.generation});
-      }
-    }
+    if (o_.record_timeline)
+      r_.copies.push_back({tensors.front(), static_cast<uint32_t>(tensors.size()), bytes, start,
+                           e.free_ns, to_device, on_demand});
+    return e.free_ns;
   }
 
   void start_eviction(uint32_t x, int64_t end_ns) {
@@ -430,7 +375,7 @@ class Simulation {
     set_state(x, State::evicting, 0);
     ts.ready_ns = end_ns;
     ++ts.generation;
-    evictions_.push({end_ns, x, ts.generation});
+    evicting_.emplace_back(x, ts.generation);
     ++r_.evictions;
   }
 
@@ -440,10 +385,10 @@ class Simulation {
     for (;;) {
       process_until(t);
       if (used_ + bytes <= o_.budget_bytes) return t;
-      drop_stale(evictions_);
       drop_stale(fetches_);
-      if (!evictions_.empty()) {  // space is on its way: wait for it
-        t = std::max(t, evictions_.top().time_ns);
+      if (const uint32_t x = oldest_evicting(); x != kNoVictim) {
+        t = std::max(t, state_[x].ready_ns);  // space on its way out: wait for it
+        land(x, t);
         continue;
       }
       // Nothing on its way out: evict what the op does not need.
@@ -494,11 +439,12 @@ class Simulation {
     TensorState& ts = state_[x];
     switch (ts.state) {
       case State::resident:
+        return std::max(time_ns, ts.hold_ns);
       case State::absent:
         return time_ns;
       case State::evicting:  // still on the device: keep it
         keep(x, time_ns);
-        return time_ns;
+        return std::max(time_ns, ts.hold_ns);
       case State::fetching: {
         const int64_t wait = std::max<int64_t>(0, ts.ready_ns - time_ns);
         if (wait > 0 && ts.entry >= 0) {
@@ -511,7 +457,7 @@ class Simulation {
         const uint64_t size = w_.tensors[x].size_bytes;
         const int64_t t = reserve(size, time_ns, k);
         arrive(x, t);
-        const int64_t end = copy(true, size, t, {x}, true);
+        const int64_t end = copy(true, size, std::max(t, ts.ready_ns), {x}, true);
         ++r_.demand_fetches;
         if (ts.entry >= 0) {
           r_.entry_late_ns[static_cast<size_t>(ts.entry)] += end - time_ns;
@@ -543,10 +489,16 @@ class Simulation {
           keep(x, t);
         } else if (ts.state == State::host) {
           bytes += w_.tensors[x].size_bytes;
+          ready = std::max(ready, ts.ready_ns);  // landed before its copy out ended
           moving.push_back(i);
         }
       }
       if (moving.empty()) continue;
+      // The copy in waits for the copies out of the room it takes.
+      for (uint32_t x; used_ + bytes > o_.budget_bytes && (x = oldest_evicting()) != kNoVictim;) {
+        ready = std::max(ready, state_[x].ready_ns);
+        land(x, t);
+      }
       if (used_ + bytes > o_.budget_bytes) {
         still.push_back(key);
         continue;
@@ -556,7 +508,7 @@ class Simulation {
         tensors.push_back(entries_[i].tensor);
       for (uint32_t x : tensors)
         arrive(x, t);
-      const int64_t end = copy(true, bytes, ready, std::move(tensors), false);
+      const int64_t end = copy(true, bytes, ready, tensors, false);
       for (uint32_t i : moving) {
         TensorState& ts = state_[entries_[i].tensor];
         ts.state = State::fetching;
@@ -570,17 +522,18 @@ class Simulation {
     deferred_ = std::move(still);
   }
 
-  // An eviction in flight is called off: x stays on the device.
+  // An eviction in flight is called off: x stays on the device, and its
+  // next use waits for the copy (Note [Cancelled copies]).
   void keep(uint32_t x, int64_t now_ns) {
     TensorState& ts = state_[x];
-    const bool unstarted = cancel_eviction(x, now_ns);
+    ++r_.cancelled_evictions;
     if (ts.entry >= 0) {
-      if (!unstarted) ++r_.wasted_evictions;
+      ++r_.wasted_evictions;
       int64_t& early = r_.entry_early_ns[static_cast<size_t>(ts.entry)];
       early = std::max(early, ts.ready_ns - now_ns);
-      uint8_t& outcome = r_.entry_cancelled[static_cast<size_t>(ts.entry)];
-      outcome = std::max<uint8_t>(outcome, unstarted ? 1 : 2);
+      r_.entry_cancelled[static_cast<size_t>(ts.entry)] = 1;
     }
+    ts.hold_ns = ts.ready_ns;
     ++ts.generation;
     set_state(x, State::resident, ++clock_);
   }
@@ -588,7 +541,7 @@ class Simulation {
   void free_tensor(uint32_t x, int64_t t) {
     TensorState& ts = state_[x];
     const State s = ts.state;
-    if (s == State::evicting) cancel_eviction(x, t);
+    if (s == State::evicting) ++r_.cancelled_evictions;
     ++ts.generation;
     set_state(x, State::absent, 0);
     if (s == State::resident || s == State::evicting || s == State::fetching) leave(x, t);
@@ -624,12 +577,12 @@ class Simulation {
       r_.time_bound_ns = b.time_only_ns;
     }
     if (o_.record_timeline) {
-      std::erase_if(r_.copies, [](const CopySpan& c) { return c.tensors == 0; });
       for (uint32_t x = 0; x < arrived_.size(); ++x)
         if (arrived_[x] >= 0) r_.residency.push_back({x, arrived_[x], r_.iteration_ns});
       std::sort(r_.residency.begin(), r_.residency.end(),
                 [](const TensorSpan& a, const TensorSpan& b) {
-                  return std::tie(a.start_ns, a.tensor) < std::tie(b.start_ns, b.tensor);
+                  return std::tie(a.start_ns, a.tensor, a.end_ns) <
+                         std::tie(b.start_ns, b.tensor, b.end_ns);
                 });
     }
     r_.shortfall = check_budget(w_, o_.budget_bytes);
@@ -645,7 +598,8 @@ class Simulation {
   std::vector<TensorState> state_;
   std::vector<uint32_t> protect_;                // op that last claimed the tensor
   std::set<std::pair<uint64_t, uint32_t>> lru_;  // resident tensors that may move, by stamp
-  EventQueue evictions_, fetches_;
+  EventQueue fetches_;
+  std::deque<std::pair<uint32_t, uint32_t>> evicting_;  // tensor, generation: oldest first
   std::map<GroupKey, std::vector<uint32_t>> evict_groups_, prefetch_groups_;
   std::vector<GroupKey> deferred_;
   uint64_t used_ = 0;

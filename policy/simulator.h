@@ -32,6 +32,9 @@ struct SimOptions {
   // Note [Pinned small tensors]: tensors below this size never leave the
   // device (0: every tensor may move).
   uint64_t swap_min_bytes = 0;
+  // Evictions land as their copies end instead of when room is wanted (Note
+  // [Lazy landing]): the peak a plan itself leaves, with no budget.
+  bool land_when_copied = false;
 };
 
 // Note [Untouched at start]: which tensors resident at start stay on the
@@ -96,14 +99,14 @@ struct SimResult {
   uint32_t demand_fetches = 0;       // tensors fetched because an op needed them
   uint32_t forced_evictions = 0;     // evictions the plan did not ask for (budget pressure)
   uint32_t late_prefetches = 0;      // planned prefetches an op waited for
-  uint32_t cancelled_evictions = 0;  // evictions called off before their copy started
-  uint32_t wasted_evictions = 0;     // planned copies out that ran, the tensor needed back
-                                     // before they ended
+  uint32_t cancelled_evictions = 0;  // evictions called off: the tensor wanted back or freed
+                                     // before it landed (its copy out still runs)
+  uint32_t wasted_evictions = 0;     // planned ones among them, wanted back
   bool fits = true;
   std::optional<Shortfall> shortfall;
   std::vector<int64_t> entry_late_ns;  // per resolved entry: how long its next use waited
-  // Per resolved entry, when its tensor never left (Note [Cancelled copies]):
-  // 1 its copy out was called off before it started, 2 it ran for nothing.
+  // Per resolved entry, 1 when its tensor never left: its copy out ran for
+  // nothing (Note [Cancelled copies]).
   std::vector<uint8_t> entry_cancelled;
   std::vector<int64_t> entry_early_ns;  // per resolved entry: how long before its copy out
                                         // would have ended its tensor was wanted back

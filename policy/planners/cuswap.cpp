@@ -38,14 +38,12 @@
 //    themselves.
 // 6. Plan, simulate, adjust: a prefetch that made its op wait in the
 //    simulation moves its trigger earlier by the wait, and an entry whose
-//    copy out ran while its tensor was needed back before it completed (a
-//    copy for nothing, Note [Cancelled copies] in policy/simulator.cpp) is
-//    fetched later, once that copy is done, or dropped, whichever
+//    tensor was needed back before it landed (a copy out for nothing,
+//    Notes [Cancelled copies] and [Lazy landing] in policy/simulator.cpp)
+//    is fetched later, once that copy is done, or dropped, whichever
 //    simulates faster; rounds go on while they change the plan and until
 //    no stall can be removed that way, and the plan that is kept has no
-//    copy for nothing. An eviction called off before its copy
-//    started costs nothing and stays: it leaves when the engine is free
-//    in time.
+//    copy for nothing.
 // 7. The choice is made on the infinite-memory timeline, while copies and
 //    stalls shift the real one; so steps 3-6 run again for budgets a few
 //    percent below the real one, and the best simulated plan is kept.
@@ -81,7 +79,6 @@ constexpr uint32_t kGroupSpans[] = {8, 0};
 constexpr uint32_t kNextSpanOps = 8;  // and are needed back within this many ops of the first
 constexpr int kFeedbackRounds = 4;
 constexpr int kDeferTries = 24;  // step 9's simulations
-constexpr uint8_t kWasted = 2;   // SimResult::entry_cancelled: its copy out ran for nothing
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
 
 struct Candidate {
@@ -535,7 +532,7 @@ class CuswapPlanner final : public Planner {
           const auto it = first_use.try_emplace(e.group, e.next_use.index).first;
           it->second = std::min(it->second, e.next_use.index);
         }
-        if (result.entry_cancelled[i] == kWasted) {
+        if (result.entry_cancelled[i] != 0) {
           wasted = true;
           early[e.group] = std::max(early[e.group], result.entry_early_ns[i]);
         }
@@ -559,7 +556,7 @@ class CuswapPlanner final : public Planner {
                 std::lower_bound(starts.begin() + trigger, starts.begin() + last + 1, when);
             trigger = static_cast<uint32_t>(it - starts.begin());
             if (trigger > last) trigger = last;
-          } else if (result.entry_cancelled[i] == kWasted) {
+          } else if (result.entry_cancelled[i] != 0) {
             changed = true;
             continue;  // dropped
           } else if (may_move && e.returns && late[e.group] > 0 && !too_early) {

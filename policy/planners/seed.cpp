@@ -50,17 +50,22 @@ class SeedPlanner final : public Planner {
       return plan;
     };
     // The peak the plan itself leaves, without the simulator's own
-    // evictions under pressure: what the paper's search measures. Without
-    // a budget nothing is parked (Note [Untouched at start]), so what the
+    // evictions under pressure, each tensor gone once its copy out ends:
+    // what the paper's search measures. Without a budget nothing is parked (Note [Untouched at start]), so what the
     // budget parks is taken off.
-    PlanRequest unbounded = request;
+    SimOptions unbounded = sim_options(request);
     unbounded.budget_bytes = UINT64_MAX;
+    unbounded.land_when_copied = true;
     const std::vector<uint8_t> parked = parked_at_start(workload, request.budget_bytes);
     uint64_t parked_bytes = 0;
     for (size_t x = 0; x < parked.size(); ++x)
       if (parked[x]) parked_bytes += workload.tensors[x].size_bytes;
     const auto fits = [&](size_t count) {
-      return simulate_plan(workload, build(count), unbounded).peak_bytes - parked_bytes <=
+      const Plan plan = build(count);
+      std::vector<ResolvedEntry> entries;
+      std::string error;
+      if (!resolve(plan, workload, entries, error)) entries.clear();  // they resolve
+      return simulate(workload, plan.mode, entries, unbounded).peak_bytes - parked_bytes <=
              request.budget_bytes;
     };
     if (fits(0)) return build(0);

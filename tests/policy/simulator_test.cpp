@@ -29,6 +29,14 @@ SimOptions options(uint64_t budget, Link link = test_link(), double scale = 1.0)
   return o;
 }
 
+// The timing of copies with no budget: evictions land as their copies end
+// (without it, nothing would ever want their room).
+SimOptions landing(Link link = test_link()) {
+  SimOptions o = options(UINT64_MAX, link);
+  o.land_when_copied = true;
+  return o;
+}
+
 // Six 1000 ns ops; tensor "a" (1000 B) made by op 0, used again by op 5.
 trace::Trace six_ops() {
   TraceBuilder b;
@@ -100,7 +108,7 @@ TEST(Simulator, PrefetchOnTimeHidesTheCopies) {
   // Evict after op 0 (D2H 1000..3000 with 1000 ns latency), prefetch at op 3
   // (H2D 3000..5000): op 5 starts at 5000 as without swapping.
   const std::vector<ResolvedEntry> plan = {{0, 0, 3, 5, 0}};
-  const SimResult r = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(1000)));
+  const SimResult r = simulate(w, PlanMode::scheduled, plan, landing(test_link(1000)));
   EXPECT_EQ(r.iteration_ns, 6000);
   EXPECT_EQ(r.stall_ns, 0);
   EXPECT_EQ(r.d2h_bytes, 1000u);
@@ -117,7 +125,7 @@ TEST(Simulator, LatePrefetchStallsByTheDifference) {
   const Workload w = build(six_ops());
   // Prefetch at op 4 (4000): H2D 4000..6000, op 5 waits 1000 ns.
   const std::vector<ResolvedEntry> plan = {{0, 0, 4, 5, 0}};
-  const SimResult r = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(1000)));
+  const SimResult r = simulate(w, PlanMode::scheduled, plan, landing(test_link(1000)));
   EXPECT_EQ(r.stall_ns, 1000);
   EXPECT_EQ(r.iteration_ns, 7000);
   ASSERT_EQ(r.entry_late_ns.size(), 1u);
@@ -125,6 +133,56 @@ TEST(Simulator, LatePrefetchStallsByTheDifference) {
   EXPECT_EQ(r.late_prefetches, 1u);
   // a is away over [3000, 4000): op 3 runs with 0 bytes; op 2 with 1500.
   EXPECT_EQ(r.peak_bytes, 1500u);
+}
+
+TEST(Simulator, AnEvictionLandsOnlyWhenItsRoomIsWanted) {
+  const Workload w = build(six_ops());
+  // a leaves after op 0 (D2H 1000..3000) and is prefetched at op 3. With
+  // no budget nothing wants its room: the prefetch finds it still on the
+  // device and keeps it, and no copy comes back (Note [Lazy landing]).
+  const std::vector<ResolvedEntry> plan = {{0, 0, 3, 5, 0}};
+  const SimResult lazy =
+      simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(1000)));
+  EXPECT_EQ(lazy.d2h_bytes, 1000u);
+  EXPECT_EQ(lazy.h2d_bytes, 0u);
+  EXPECT_EQ(lazy.prefetches, 0u);
+  EXPECT_EQ(lazy.wasted_evictions, 1u);
+  EXPECT_EQ(lazy.peak_bytes, 1500u);
+  EXPECT_EQ(lazy.iteration_ns, 6000);
+  // Under a budget of 1000, op 2's temporary wants a's room: a lands when
+  // its copy ends (3000, op 2 waits 1000) and comes back from op 3.
+  const SimResult tight = simulate(w, PlanMode::scheduled, plan, options(1000, test_link(1000)));
+  EXPECT_EQ(tight.h2d_bytes, 1000u);
+  EXPECT_EQ(tight.prefetches, 1u);
+  EXPECT_EQ(tight.wasted_evictions, 0u);
+  EXPECT_EQ(tight.peak_bytes, 1000u);
+  EXPECT_EQ(tight.stall_ns, 1000);
+}
+
+TEST(Simulator, TheOldestEvictionGivesItsRoomFirst) {
+  // Four 1000 ns ops; a (1000 B) by op 0, b (1000 B) by op 1, both read by
+  // op 3; tmp (1000 B) at op 2. Budget 2000: op 2 wants 1000 B, and of a
+  // (out after op 0, D2H 1000..2000) and b (after op 1, 2000..3000), a
+  // lands; b stays, kept by its prefetch at op 3, which brings only a back
+  // (3000..4000).
+  TraceBuilder b;
+  for (int i = 0; i < 4; ++i)
+    b.op("op" + std::to_string(i), 1000);
+  b.tensor("a", 1000, 0, {3}, 3);
+  b.tensor("b", 1000, 1, {3}, 3);
+  b.tensor("tmp", 1000, 2, {}, 2);
+  const Workload w = build(b.take());
+  const std::vector<ResolvedEntry> plan = {{0, 0, 3, 3, 0}, {1, 1, 3, 3, 1}};
+  const SimResult r = simulate(w, PlanMode::scheduled, plan, options(2000));
+  EXPECT_EQ(r.evictions, 2u);
+  EXPECT_EQ(r.d2h_bytes, 2000u);
+  EXPECT_EQ(r.h2d_bytes, 1000u);
+  EXPECT_EQ(r.wasted_evictions, 1u);
+  ASSERT_EQ(r.entry_cancelled.size(), 2u);
+  EXPECT_EQ(r.entry_cancelled[0], 0);
+  EXPECT_EQ(r.entry_cancelled[1], 1);
+  EXPECT_EQ(r.peak_bytes, 2000u);
+  EXPECT_EQ(r.iteration_ns, 5000);  // op 3 waits for a until 4000
 }
 
 TEST(Simulator, EvictionLowersThePeakUnderABudget) {
@@ -153,14 +211,13 @@ TEST(Simulator, DuplexContentionSharesTheLink) {
   const std::vector<ResolvedEntry> plan = {{0, 0, 2, 3, 0}, {1, 1, 4, 4, 1}};
   // Full duplex: x D2H 1000..2000, H2D 2000..3000 (on time); y D2H
   // 2000..3500, H2D 4000..5500: op 4 waits 1500 and ends at 6500.
-  const SimResult duplex = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX));
+  const SimResult duplex = simulate(w, PlanMode::scheduled, plan, landing());
   EXPECT_EQ(duplex.stall_ns, 1500);
   EXPECT_EQ(duplex.iteration_ns, 6500);
   EXPECT_EQ(duplex.lower_bound_ns, 5000);
   // Shared: x D2H 1000..2000, y D2H 2000..3500, x H2D 3500..4500 (op 3
   // waits 1500, runs 4500..5500), y H2D 5500..7000 (op 4 waits 1500).
-  const SimResult shared =
-      simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX, test_link(0, true)));
+  const SimResult shared = simulate(w, PlanMode::scheduled, plan, landing(test_link(0, true)));
   EXPECT_EQ(shared.stall_ns, 3000);
   EXPECT_EQ(shared.iteration_ns, 8000);
   EXPECT_EQ(shared.lower_bound_ns, 5000);
@@ -179,28 +236,29 @@ trace::Trace two_out() {
   return b.take();
 }
 
-TEST(Simulator, ACopyCalledOffBeforeItStartsIsNotCharged) {
+TEST(Simulator, ACopyCalledOffBeforeItStartsStillRuns) {
   const Workload w = build(two_out());
   ASSERT_EQ(w.tensors[0].name, "b");
   // b leaves after op 0 (D2H 1000..4000); a queues behind it (4000..5000)
-  // and its prefetch comes at op 1 (1000): its copy is called off.
+  // and its prefetch comes at op 1 (1000): a stays, but its copy was handed
+  // to the driver and runs for nothing (Note [Cancelled copies]).
   const std::vector<ResolvedEntry> plan = {{0, 0, 4, 5, 0}, {1, 0, 1, 5, 1}};
-  SimOptions o = options(UINT64_MAX);
+  SimOptions o = landing();
   o.record_timeline = true;
   const SimResult r = simulate(w, PlanMode::scheduled, plan, o);
-  EXPECT_EQ(r.d2h_bytes, 3000u);
-  EXPECT_EQ(r.evictions, 1u);
+  EXPECT_EQ(r.d2h_bytes, 4000u);
+  EXPECT_EQ(r.evictions, 2u);
   EXPECT_EQ(r.cancelled_evictions, 1u);
-  EXPECT_EQ(r.wasted_evictions, 0u);
+  EXPECT_EQ(r.wasted_evictions, 1u);
   ASSERT_EQ(r.entry_cancelled.size(), 2u);
   EXPECT_EQ(r.entry_cancelled[0], 0);
   EXPECT_EQ(r.entry_cancelled[1], 1);
   // b comes back at op 4 (4000..7000), op 5 waits until 7000.
   EXPECT_EQ(r.iteration_ns, 8000);
-  size_t out_copies = 0;
+  std::vector<std::pair<int64_t, int64_t>> out;
   for (const CopySpan& c : r.copies)
-    out_copies += c.to_device ? 0 : 1;
-  EXPECT_EQ(out_copies, 1u);
+    if (!c.to_device) out.emplace_back(c.start_ns, c.end_ns);
+  EXPECT_EQ(out, (std::vector<std::pair<int64_t, int64_t>>{{1000, 4000}, {4000, 5000}}));
 }
 
 TEST(Simulator, ACopyAlreadyRunningIsChargedAndCountedWasted) {
@@ -211,9 +269,26 @@ TEST(Simulator, ACopyAlreadyRunningIsChargedAndCountedWasted) {
   const SimResult r = simulate(w, PlanMode::scheduled, plan, options(UINT64_MAX));
   EXPECT_EQ(r.d2h_bytes, 1000u);
   EXPECT_EQ(r.wasted_evictions, 1u);
-  EXPECT_EQ(r.cancelled_evictions, 0u);
-  EXPECT_EQ(r.entry_cancelled[0], 2);
+  EXPECT_EQ(r.cancelled_evictions, 1u);
+  EXPECT_EQ(r.entry_cancelled[0], 1);
   EXPECT_EQ(r.h2d_bytes, 0u);
+}
+
+TEST(Simulator, TheNextUseOfATensorKeptWaitsForItsCopyOut) {
+  // Six 1000 ns ops; b (3000 B) made by op 0 and read by ops 2 and 5. b
+  // leaves after op 0 (D2H 1000..4000) and its prefetch comes at op 1: b
+  // stays, and op 2, which may write it, waits for the copy reading it.
+  TraceBuilder b;
+  for (int i = 0; i < 6; ++i)
+    b.op("op" + std::to_string(i), 1000);
+  b.tensor("b", 3000, 0, {2, 5}, 5);
+  const Workload w = build(b.take());
+  const SimResult r =
+      simulate(w, PlanMode::scheduled, {{0, 0, 1, 2, 0}}, options(UINT64_MAX));
+  EXPECT_EQ(r.wasted_evictions, 1u);
+  EXPECT_EQ(r.h2d_bytes, 0u);
+  EXPECT_EQ(r.iteration_ns, 8000);  // ops 2..5 from 4000
+  EXPECT_EQ(r.stall_ns, 2000);
 }
 
 // Three 1000 ns ops; a (1000 B) made by op 0 and read by op 2; tmp
