@@ -357,7 +357,7 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
     if (it != blocks_.end()) named[count++] = it->second;
   }
   std::span<Block* const> keep(named, count);
-  for (int attempt = 0;; ++attempt) {
+  for (;;) {
     // With this use's pins held nothing below waits for room (Note
     // [Waiting for room]): make_resident is given no lock to wait with.
     for (Block* block : keep)
@@ -369,8 +369,7 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
     }
     for (Block* block : keep)
       --block->pins;
-    finished_.notify_all();
-    if (r != CUDA_ERROR_OUT_OF_MEMORY || !wait_for_others(lock, attempt)) return r;
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || !wait_for_others(lock)) return r;
   }
 }
 
@@ -381,18 +380,21 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
 // part of what they need would wait for each other, and every one would
 // fail though each use fits by itself. So a prepare never waits for room
 // inside (it passes no lock down); it lets its pins go, so that the others can
-// take their pages, waits for a finish (kRoomWait at a time, at most
-// kRoomWaits times), and starts again. With no use in flight nothing is
-// pinned but its own, so it is out of memory. An allocation holds no pins
-// and waits inside take_pages (wait_for_room), after giving back the pages
-// it took so far, for the same reason.
-bool Allocator::wait_for_others(std::unique_lock<std::mutex>& lock, int attempt) noexcept {
-  constexpr int kRoomWaits = 1000;
-  constexpr auto kRoomWait = std::chrono::milliseconds(10);
-  if (attempt >= kRoomWaits || active_uses_ == 0) return false;
+// take their pages, waits for the next finish and starts again. With no use
+// in flight nothing is pinned but its own, so it is out of memory. It counts
+// finishes, not wake-ups: several prepares that lose the race for the same
+// pages again and again must not use up their patience among themselves
+// while the use they wait for is a long one (a copy to pageable memory
+// holds its pins until the bytes have arrived). Only kNoFinishFor without
+// any finish ends the wait. An allocation holds no pins and waits inside
+// take_pages (wait_for_room), after giving back the pages it took so far,
+// for the same reason.
+bool Allocator::wait_for_others(std::unique_lock<std::mutex>& lock) noexcept {
+  constexpr auto kNoFinishFor = std::chrono::seconds(10);
+  if (active_uses_ == 0) return false;
   ++stats_.waits_for_room;
-  finished_.wait_for(lock, kRoomWait);
-  return true;
+  const uint64_t seen = finishes_;
+  return finished_.wait_for(lock, kNoFinishFor, [&] { return finishes_ != seen; });
 }
 
 CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
@@ -468,6 +470,7 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
     if (event) block->last_use = event;
   }
   if (active_uses_ > 0) --active_uses_;
+  ++finishes_;
   finished_.notify_all();
 }
 

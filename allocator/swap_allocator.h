@@ -182,6 +182,7 @@ class Allocator {
   AllocatorSettings settings_;
   std::mutex mu_;
   std::condition_variable finished_;              // a finish() unpinned something
+  uint64_t finishes_ = 0;                         // finish() calls, ever
   uint64_t active_uses_ = 0;                      // prepared and not yet finished
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base
@@ -252,9 +253,10 @@ class Allocator {
   void mark_escaped(Block& block) noexcept;
   bool can_wait_for_room(MayWait may_wait) const noexcept { return active_uses_ > 0 && may_wait; }
   bool wait_for_room(MayWait may_wait) noexcept;
-  // Note [Waiting for room]: false when no other use is in flight, or after
-  // enough waits; else waits for a finish with `lock` (mu_) released.
-  bool wait_for_others(std::unique_lock<std::mutex>& lock, int attempt) noexcept;
+  // See Note [Waiting for room]: false when no other use is in flight, or
+  // when none finished for a long while; else waits for the next finish
+  // with `lock` (mu_) released.
+  bool wait_for_others(std::unique_lock<std::mutex>& lock) noexcept;
 };
 
 }  // namespace cuswap
