@@ -275,6 +275,25 @@ CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) n
   return CUDA_SUCCESS;
 }
 
+// Note [A synchronous free]: cuMemFree returns only once the device is
+// idle, and programs count on it: PyTorch without its caching allocator
+// frees a tensor as soon as the host lets go of it, while kernels that read
+// it are still queued. Some of those may be uses the allocator never saw (a
+// library's kernel that reaches the buffer through pointers in device
+// memory), so the buffer's last seen use is not enough: taken with only that
+// event, its range was unmapped under a queued kernel, which faulted (seen on
+// an H200, PyTorch's ResNet-50 under `cuswap run`). Without making the host
+// wait, the free records an event on the legacy default stream, which the
+// driver orders after all work queued before it on blocking streams, with
+// the last seen use (perhaps on a non-blocking stream) made to come first;
+// the range's next owner waits for that event.
+EventRef Allocator::after_synchronous_free(Device& dev, Block& block) noexcept {
+  if (block.last_use && !block.last_use.done() &&
+      driver_.cuStreamWaitEvent(CU_STREAM_LEGACY, block.last_use.event(), 0) != CUDA_SUCCESS)
+    return {};
+  return record_event(dev, CU_STREAM_LEGACY);
+}
+
 // Gives a buffer's memory back for reuse (Note [Stream-ordered reuse]).
 void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexcept {
   std::unique_ptr<Block> owned(block);
@@ -284,9 +303,11 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   // waits for it (Note [Planned moves]).
   if (block->evict_copy) cancel_eviction(dev, *block, nullptr);
   // What the next owner must wait for: the free's place in its stream, or
-  // the last use this allocator saw.
+  // for a synchronous free the device's work queued before it (Note [A
+  // synchronous free]); at the least the last use this allocator saw.
   EventRef after;
-  if (ordered && scope.status() == CUDA_SUCCESS) after = record_event(dev, stream);
+  if (scope.status() == CUDA_SUCCESS)
+    after = ordered ? record_event(dev, stream) : after_synchronous_free(dev, *block);
   if (!after) after = std::move(block->last_use);
   block->last_use.reset();
   // Waits the buffer still owes (a prefetch copy, a previous owner's use)

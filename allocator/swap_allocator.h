@@ -35,8 +35,9 @@
 //
 // Note [Stream-ordered reuse]: freed memory is reused without a driver call:
 // a range (or a small buffer) freed with cuMemFreeAsync on stream S keeps the
-// event recorded on S at the free; one freed synchronously keeps its last
-// use's event. A later allocation on S takes it as it is (stream order);
+// event recorded on S at the free; one freed synchronously keeps an event
+// recorded at the free on the legacy default stream after its last use
+// (Note [A synchronous free], swap_allocator.cpp). A later allocation on S takes it as it is (stream order);
 // any other allocation takes it with that event as its "ready" event, which
 // the first use of the new buffer waits for on its own stream.
 //
@@ -204,6 +205,7 @@ class Allocator {
   [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
                                         bool ordered, MayWait may_wait, Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
+  EventRef after_synchronous_free(Device& dev, Block& block) noexcept;
 
   // allocator/device_pages.cpp
   [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;

@@ -183,6 +183,31 @@ TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
+// cuMemFree returns once the device is idle, so a program may free a buffer
+// that work it queued still reads, and the allocator may never have seen
+// that work (here a kernel launched past it). The pages go to the next
+// allocation, of another size, only after it (Note [A synchronous free]).
+TEST_F(SwapTest, ASynchronousFreeWaitsForWorkItDidNotSee) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(fill(nullptr, counter, 8, 0));
+  CUdeviceptr a = swap_alloc(k32MiB);
+  ASSERT_CU(fill_words(nullptr, a, k32MiB, 5));
+  // Unseen by the allocator: a kernel that holds the stream for 50 ms, then
+  // one that reads `a`.
+  ASSERT_CU(simcuda::testkit::launch_spin(k, nullptr, 50000, 1000000));
+  ASSERT_CU(simcuda::testkit::launch_check_words(k, nullptr, a, k32MiB, 5, counter, 20000));
+  ASSERT_CU(swap_free(a));
+  // 48 MiB: the budget has room for 30 MiB of new pages, so `a`'s are taken.
+  CUdeviceptr b = swap_alloc(48 * kMiB);
+  ASSERT_CU(fill(nullptr, b, 48 * kMiB, 1));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().illegal_address_faults, 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(mismatches(b, 48 * kMiB, 1), 0u);
+}
+
 TEST_F(SwapTest, FreeWhilePrefetching) {
   start_swap("memory:64MiB,host_vmm:false", budget(48 * kMiB));
   CUstream s = make_stream();
