@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -239,7 +240,13 @@ TEST(EpochDomainConcurrency, ReadersNeverSeeAFreedObject) {
   }
   std::mt19937_64 rng(99);
   uint64_t swaps = 0;
-  for (; swaps < kMinSwaps || reads.load() < kMinReads; ++swaps) {
+  // A reader descheduled inside its guard holds reclamation back for its
+  // whole time slice, so on a busy machine the minimum may pass with
+  // nothing freed: the writer goes on until something is, for 10 s at most.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (; swaps < kMinSwaps || reads.load() < kMinReads ||
+         (freed() == 0 && std::chrono::steady_clock::now() < give_up);
+       ++swaps) {
     Node* old = cells[rng() % kCells].exchange(new_node(swaps + kCells), std::memory_order_seq_cst);
     domain.retire(&old->link);
     domain.reclaim_if_due();
