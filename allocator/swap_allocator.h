@@ -37,9 +37,10 @@
 // a range (or a small buffer) freed with cuMemFreeAsync on stream S keeps the
 // event recorded on S at the free; one freed synchronously keeps an event
 // recorded at the free on the legacy default stream after its last use
-// (Note [A synchronous free], swap_allocator.cpp). A later allocation on S takes it as it is (stream order);
-// any other allocation takes it with that event as its "ready" event, which
-// the first use of the new buffer waits for on its own stream.
+// (Note [A synchronous free], swap_allocator.cpp). A later allocation on S
+// takes it as it is (stream order); any other allocation takes it with that
+// event as its "ready" event, which the first use of the new buffer waits
+// for on its own stream.
 //
 // Note [Pinned uses]: from prepare() to finish() a use's buffers are pinned,
 // so that another thread cannot evict them between the prefetch and the
