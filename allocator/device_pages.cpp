@@ -234,12 +234,19 @@ void MappedRange::undo() noexcept {
   owned_ = false;
 }
 
-// Gives back the pages of the oldest cached free range, waiting for its
-// last use. False when there is none (or it cannot be unmapped).
+// Gives back the pages of a cached free range: the oldest whose last use
+// is done, else the oldest, waiting for its last use. The host waits only
+// when every cached range is still in use: a program whose host runs ahead
+// of the device frees buffers the device has not reached yet, and waiting
+// for the oldest of those would stall the host at every allocation a full
+// budget sends here. False when there is none (or it cannot be unmapped).
 bool Allocator::reclaim_cached(Device& dev) noexcept {
   while (!dev.free_ranges.empty()) {
-    FreeRange range = std::move(dev.free_ranges.front());
-    dev.free_ranges.erase(dev.free_ranges.begin());
+    auto pick = std::find_if(dev.free_ranges.begin(), dev.free_ranges.end(),
+                             [](FreeRange& r) { return r.after.done() && r.pending.done(); });
+    if (pick == dev.free_ranges.end()) pick = dev.free_ranges.begin();
+    FreeRange range = std::move(*pick);
+    dev.free_ranges.erase(pick);
     range.after.synchronize();
     range.pending.synchronize();
     range.after.reset();

@@ -208,6 +208,34 @@ TEST_F(SwapTest, ASynchronousFreeWaitsForWorkItDidNotSee) {
   EXPECT_EQ(mismatches(b, 48 * kMiB, 1), 0u);
 }
 
+// At a full budget an allocation takes the pages of a cached free range.
+// It takes one whose last use is done before it waits for one still in use.
+TEST_F(SwapTest, AFullBudgetTakesTheRangeThatIsNoLongerInUse) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream busy = make_stream(), idle = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB);
+  CUdeviceptr b = swap_alloc(k32MiB);
+  // Freed on their streams (as PyTorch frees): the older free's stream runs
+  // on for a virtual second; the newer one's is done.
+  constexpr uint64_t kSecond = 1'000'000'000;
+  ASSERT_CU(fill(busy, a, k32MiB, 1));
+  ASSERT_CU(fill(idle, b, k32MiB, 2));
+  ASSERT_CU(cuStreamSynchronize(idle));
+  ASSERT_CU(simcuda::testkit::launch_spin(k, busy, 0, kSecond));
+  ASSERT_CU(swap_free(a, busy, true));
+  ASSERT_CU(swap_free(b, idle, true));
+  // 24 MiB: no range of its size, no page left in the budget; either
+  // range has pages enough.
+  const uint64_t waited = stats().host_wait_ns;
+  CUdeviceptr c = swap_alloc(24 * kMiB);
+  EXPECT_LT(stats().host_wait_ns - waited, kSecond / 2) << "the allocation waited for the busy range";
+  ASSERT_CU(fill(idle, c, 24 * kMiB, 3));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(stats().illegal_address_faults, 0u);
+  EXPECT_EQ(mismatches(c, 24 * kMiB, 3), 0u);
+}
+
 TEST_F(SwapTest, FreeWhilePrefetching) {
   start_swap("memory:64MiB,host_vmm:false", budget(48 * kMiB));
   CUstream s = make_stream();
