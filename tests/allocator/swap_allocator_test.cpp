@@ -193,9 +193,9 @@ TEST_F(SwapTest, ASynchronousFreeWaitsForWorkItDidNotSee) {
   ASSERT_CU(fill(nullptr, counter, 8, 0));
   CUdeviceptr a = swap_alloc(k32MiB);
   ASSERT_CU(fill_words(nullptr, a, k32MiB, 5));
-  // Unseen by the allocator: a kernel that holds the stream for 50 ms, then
-  // one that reads `a`.
-  ASSERT_CU(simcuda::testkit::launch_spin(k, nullptr, 50000, 1000000));
+  // Unseen by the allocator: a kernel that holds the stream for a virtual
+  // millisecond, then one that reads `a`.
+  ASSERT_CU(simcuda::testkit::launch_spin(k, nullptr, 0, 1000000));
   ASSERT_CU(simcuda::testkit::launch_check_words(k, nullptr, a, k32MiB, 5, counter, 20000));
   ASSERT_CU(swap_free(a));
   // 48 MiB: the budget has room for 30 MiB of new pages, so `a`'s are taken.
@@ -228,7 +228,8 @@ TEST_F(SwapTest, AFullBudgetTakesTheRangeThatIsNoLongerInUse) {
   // range has pages enough.
   const uint64_t waited = stats().host_wait_ns;
   CUdeviceptr c = swap_alloc(24 * kMiB);
-  EXPECT_LT(stats().host_wait_ns - waited, kSecond / 2) << "the allocation waited for the busy range";
+  EXPECT_LT(stats().host_wait_ns - waited, kSecond / 2)
+      << "the allocation waited for the busy range";
   ASSERT_CU(fill(idle, c, 24 * kMiB, 3));
   ASSERT_CU(cuCtxSynchronize());
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
