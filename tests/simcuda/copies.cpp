@@ -102,6 +102,7 @@ CUresult submit_copy(CUstream hStream, DefaultStream ds, bool sync, Direction di
   enqueue(stream, op);
   done = op->completion;
   if (!sync) return CUDA_SUCCESS;
+  count_host_sync();
   host_wait(lock, done);
   return ctx->sticky;
 }
@@ -239,6 +240,7 @@ CUresult submit_set(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem
   Context* ctx = stream->ctx;
   enqueue(stream, op);
   if (!sync) return CUDA_SUCCESS;
+  count_host_sync();
   host_wait(lock, op->completion);
   return ctx->sticky;
 }

@@ -93,6 +93,7 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, Pool* pool, CUstream hS
   } else if (pool->device != stream->ctx->device) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  charge_call(s.config->costs.alloc_async_us);
   return alloc_linear(stream->ctx, bytesize, Region::Kind::pool, pool, dptr);
 }
 
@@ -122,6 +123,7 @@ CUresult alloc_host(void** pp, size_t bytesize, unsigned int Flags) {
   std::lock_guard lock(s.mu);
   Context* ctx = nullptr;
   if (CUresult r = usable_context(ctx); r != CUDA_SUCCESS) return r;
+  charge_call(s.config->costs.host_alloc_us, s.config->costs.host_alloc_page_us, bytesize);
   size_t mapped = page_bytes(bytesize);
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -229,6 +231,8 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   std::lock_guard lock(state().mu);
   Context* ctx = nullptr;
   if (CUresult r = usable_context(ctx); r != CUDA_SUCCESS) return r;
+  const HostCosts& costs = state().config->costs;
+  charge_call(costs.mem_alloc_us, costs.mem_alloc_page_us, bytesize);
   return alloc_linear(ctx, bytesize, Region::Kind::linear, nullptr, dptr);
 }
 
@@ -243,13 +247,16 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t Wi
   if (CUresult r = usable_context(ctx); r != CUDA_SUCCESS) return r;
   size_t pitch = static_cast<size_t>(round_up(WidthInBytes, 512));
   if (Height > SIZE_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
+  const HostCosts& costs = state().config->costs;
+  charge_call(costs.mem_alloc_us, costs.mem_alloc_page_us, pitch * Height);
   CUresult r = alloc_linear(ctx, pitch * Height, Region::Kind::linear, nullptr, dptr);
   if (r == CUDA_SUCCESS) *pPitch = pitch;
   return r;
 }
 
 // cuMemFree waits for the device to be idle first, as the real one does in
-// practice; stream-ordered frees are cuMemFreeAsync.
+// practice (cudaFree synchronizes the device); stream-ordered frees are
+// cuMemFreeAsync.
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   SIM_ENTER();
   State& s = state();
@@ -259,6 +266,8 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   Region* region = freeable(dptr);
   if (!region) return CUDA_ERROR_INVALID_VALUE;
   region->freeing = true;
+  charge_call(s.config->costs.mem_free_us, s.config->costs.mem_free_page_us, region->size);
+  count_host_sync();
   wait_all(lock, nullptr);
   free_region(region);
   return CUDA_SUCCESS;
@@ -303,6 +312,8 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
     return CUDA_ERROR_INVALID_VALUE;
   Region* region = it->second.get();
   region->freeing = true;
+  charge_call(s.config->costs.host_free_us, s.config->costs.host_free_page_us, region->size);
+  count_host_sync();
   wait_all(lock, nullptr);
   free_region(region);
   return CUDA_SUCCESS;

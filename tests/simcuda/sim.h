@@ -27,6 +27,18 @@
 // the other, are a hazard. The host clock is one for the whole process: the
 // host threads' own synchronisation (mutexes) is invisible here, so a
 // per-thread clock would report false hazards.
+//
+// Note [Host time is per thread]: the cost of a driver call (tests/simcuda/
+// host_costs.h) is charged to the virtual clock of the thread that made it,
+// and only there, as a call on a GPU blocks only its caller: a thread that
+// hands its driver calls to another is not slowed by them. A thread's clock
+// starts where the latest thread's clock is when it first calls in (it was
+// started by one of them, at the earliest then), moves on by the cost of
+// each call it makes and jumps to the end of the work it waits for. An op
+// is ready when its enqueuing thread's clock says so; a query answers by
+// the asking thread's clock. What host threads do to order themselves is
+// invisible here: simcuda_host_clock_join lets a thread that takes over
+// work from another say when it was handed over.
 #pragma once
 
 #include <cuda.h>
@@ -46,6 +58,7 @@
 #include <vector>
 
 #include "allocator/config.h"
+#include "tests/simcuda/host_costs.h"
 #include "tests/simcuda/simcuda.h"
 
 namespace simcuda {
@@ -68,7 +81,9 @@ struct Config {
   int devices = 1;
   cuswap::conf::PerDevice<uint64_t> memory_bytes;  // default 1 GiB
   double h2d_gbps = 52, d2h_gbps = 52, d2d_gbps = 1000;
-  double copy_latency_us = 10, launch_latency_us = 4, query_cost_us = 1;
+  double copy_latency_us = 10;
+  HostCosts costs;         // Note [Host costs] (host_costs.h)
+  bool host_costs = true;  // false: only launches and unanswered queries cost (the old model)
   bool host_vmm = true;
   FailRule fail[kMaxFailRules];
   int n_fail = 0;
@@ -304,9 +319,12 @@ struct State {
   // virtual time and ordering
   uint64_t next_seq = 1;
   uint64_t next_to_place = 1;
-  uint64_t host_ns = 0;
+  // Note [Host time is per thread]: each host thread's clock, by thread.
+  std::unordered_map<std::thread::id, uint64_t> host_clocks;
   uint64_t max_end_ns = 0;
-  uint64_t host_wait_ns = 0;
+  uint64_t host_wait_ns = 0;  // all threads
+  uint64_t vmm_calls = 0;     // the seven VMM calls, all callers
+  uint64_t host_syncs = 0;    // calls that made the host wait for the device
   VectorClock host_vc;
   int next_stream_index = 0;
 
@@ -333,6 +351,24 @@ struct KernelRegistry {
   std::map<std::string, std::unique_ptr<Kernel>, std::less<>> kernels;
 };
 KernelRegistry& kernel_registry();
+
+// ---------------------------------------------------------------------------
+// Host time (host_costs.cpp). All require mu.
+// The calling thread's clock (Note [Host time is per thread]).
+uint64_t& host_clock();
+// The latest of all threads' clocks.
+uint64_t latest_host_clock();
+// Moves the calling thread's clock on by `us`.
+void advance_host_clock(double us);
+// Charges the calling thread for a call: `call_us`, plus `page_us` per 2 MiB
+// of `bytes`; nothing under `host_costs:false`.
+void charge_call(double call_us, double page_us = 0, uint64_t bytes = 0);
+// Counts a call that made the host wait for the device.
+void count_host_sync();
+// Counts (and costs nothing more) one of the seven VMM calls.
+void count_vmm_call();
+// The cost of enqueueing an op of this kind (launch, record, wait, free).
+double enqueue_cost_us(OpKind kind);
 
 // ---------------------------------------------------------------------------
 // Entry checks (state.cpp). Every exported driver function starts with one.

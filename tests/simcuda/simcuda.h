@@ -7,7 +7,8 @@
  *
  * Configuration comes from SIMCUDA_CONF (same grammar as CUSWAP_CONF, see
  * tests/simcuda/README.md): memory, devices, h2d_gbps, d2h_gbps, d2d_gbps,
- * copy_latency_us, launch_latency_us, query_cost_us, host_vmm, fail.
+ * copy_latency_us, the host costs of driver calls (launch_latency_us,
+ * mem_map_us, ... and host_costs), host_vmm, fail.
  */
 #ifndef SIMCUDA_H
 #define SIMCUDA_H
@@ -68,14 +69,30 @@ struct simcuda_stats {
   uint64_t hazards;             /* unordered conflicting accesses, use after unmap/free */
   uint64_t illegal_address_faults;
   uint64_t stall_ns;          /* kernel time spent waiting on other streams' work */
-  uint64_t host_wait_ns;      /* host virtual time spent in synchronisation */
+  uint64_t host_wait_ns;      /* host virtual time spent in synchronisation, all threads */
   uint64_t injected_failures; /* calls failed by `fail` */
+  /* cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap, cuMemSetAccess,
+   * cuMemAddressReserve and cuMemAddressFree calls, by any caller */
+  uint64_t vmm_calls;
+  /* calls that made the host wait for the device: stream and context
+   * synchronizes, synchronous copies and sets, cuMemFree and cuMemFreeHost,
+   * and event synchronizes on work not done by the caller's clock */
+  uint64_t host_syncs;
 };
 
 /* Totals over all devices; simcuda_get_device_stats for one device (the
  * counters that belong to no device, such as host_wait_ns, are zero there). */
 SIMCUDA_API void simcuda_get_stats(struct simcuda_stats* out);
 SIMCUDA_API CUresult simcuda_get_device_stats(int device, struct simcuda_stats* out);
+
+/* The calling thread's virtual clock: where its driver calls' costs and
+ * waits have brought it (tests/simcuda/README.md, Host time). */
+SIMCUDA_API uint64_t simcuda_host_clock_ns(void);
+
+/* Moves the calling thread's clock to `ns` if it is behind: a thread that
+ * takes over work another handed it at `ns` (read with
+ * simcuda_host_clock_ns) cannot have started it earlier. */
+SIMCUDA_API void simcuda_host_clock_join(uint64_t ns);
 
 /* A one-line description of the most recent hazard, or "" if none. The
  * string stays valid until the next hazard or reset. */

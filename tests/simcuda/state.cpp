@@ -43,9 +43,16 @@ bool set_rate(double& out, const conf::Pair& p) {
 
 bool set_latency(double& out, const conf::Pair& p) {
   auto v = conf::parse_number(p.value);
-  if (!v) return false;
+  if (!v || *v < 0) return false;
   out = *v;
   return true;
+}
+
+bool set_bool(bool& out, const conf::Pair& p) {
+  if (!p.has_value) return out = true;
+  auto v = conf::parse_bool(p.value);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 // One rule: NAME@N, NAME@N+ or either followed by =CODE (a number or a
@@ -97,6 +104,11 @@ bool set_fail(Config& c, const conf::Pair& p) {
   return true;
 }
 
+// Note [Host costs]: one key per cost.
+#define SIMCUDA_HOST_COST_SPEC(key, default_us, what, source) \
+  {#key, "a time in microseconds",                            \
+   [](Config& c, const conf::Pair& p) { return set_latency(c.costs.key, p); }},
+
 constexpr conf::OptionSpec<Config> kSpecs[] = {
     {"devices", "a device count from 1 to 16", set_devices},
     {"memory", "a size like 1GiB, or per device like [0:1GiB,1:2GiB]", set_memory},
@@ -108,19 +120,13 @@ constexpr conf::OptionSpec<Config> kSpecs[] = {
      [](Config& c, const conf::Pair& p) { return set_rate(c.d2d_gbps, p); }},
     {"copy_latency_us", "a latency in microseconds",
      [](Config& c, const conf::Pair& p) { return set_latency(c.copy_latency_us, p); }},
-    {"launch_latency_us", "a latency in microseconds",
-     [](Config& c, const conf::Pair& p) { return set_latency(c.launch_latency_us, p); }},
-    {"query_cost_us", "a latency in microseconds",
-     [](Config& c, const conf::Pair& p) { return set_latency(c.query_cost_us, p); }},
+    {"host_costs", "a boolean",
+     [](Config& c, const conf::Pair& p) { return set_bool(c.host_costs, p); }},
     {"host_vmm", "a boolean",
-     [](Config& c, const conf::Pair& p) {
-       if (!p.has_value) return c.host_vmm = true;
-       auto v = conf::parse_bool(p.value);
-       if (v) c.host_vmm = *v;
-       return v.has_value();
-     }},
+     [](Config& c, const conf::Pair& p) { return set_bool(c.host_vmm, p); }},
     {"fail", "rules like cuMemAlloc_v2@3, cuMemMap@2+ or [cuMemCreate@1=2,...]", set_fail},
-};
+    SIMCUDA_HOST_COSTS(SIMCUDA_HOST_COST_SPEC)};
+#undef SIMCUDA_HOST_COST_SPEC
 
 // ---------------------------------------------------------------------------
 
@@ -628,6 +634,8 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   std::unique_lock lock(s.mu);
   Context* ctx = nullptr;
   if (CUresult r = usable_context(ctx); r != CUDA_SUCCESS) return r;
+  charge_call(s.config->costs.sync_us);
+  count_host_sync();
   wait_all(lock, ctx);
   return ctx->sticky;
 }
@@ -643,9 +651,11 @@ SIMCUDA_API void simcuda_get_stats(struct simcuda_stats* out) {
   for (const Device& d : s.devices)
     fill_stats(d.stats, *out);
   out->hazards += s.hazards_without_device;
-  out->virtual_ns = std::max(s.host_ns, s.max_end_ns);
+  out->virtual_ns = std::max(latest_host_clock(), s.max_end_ns);
   out->host_wait_ns = s.host_wait_ns;
   out->injected_failures = s.injected;
+  out->vmm_calls = s.vmm_calls;
+  out->host_syncs = s.host_syncs;
 }
 
 SIMCUDA_API CUresult simcuda_get_device_stats(int device, struct simcuda_stats* out) {
@@ -656,7 +666,7 @@ SIMCUDA_API CUresult simcuda_get_device_stats(int device, struct simcuda_stats* 
   if (CUresult r = device_of(device, d); r != CUDA_SUCCESS) return r;
   *out = simcuda_stats{};
   fill_stats(d->stats, *out);
-  out->virtual_ns = std::max(s.host_ns, s.max_end_ns);
+  out->virtual_ns = std::max(latest_host_clock(), s.max_end_ns);
   return CUDA_SUCCESS;
 }
 
@@ -697,7 +707,8 @@ SIMCUDA_API CUresult simcuda_reset(const char* conf) {
   s.pools.clear();
   s.all_pools.clear();
   s.next_seq = s.next_to_place = 1;
-  s.host_ns = s.max_end_ns = s.host_wait_ns = 0;
+  s.host_clocks.clear();
+  s.max_end_ns = s.host_wait_ns = s.vmm_calls = s.host_syncs = 0;
   s.next_stream_index = 0;
   s.hazards_without_device = 0;
   s.last_hazard.clear();

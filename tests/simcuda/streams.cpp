@@ -25,11 +25,12 @@ void join(VectorClock& into, const VectorClock& from) {
     into[i] = std::max(into[i], from[i]);
 }
 
+// The calling thread waited until `to_ns`.
 void advance_host(uint64_t to_ns) {
-  State& s = state();
-  if (to_ns > s.host_ns) {
-    s.host_wait_ns += to_ns - s.host_ns;
-    s.host_ns = to_ns;
+  uint64_t& now = host_clock();
+  if (to_ns > now) {
+    state().host_wait_ns += to_ns - now;
+    now = to_ns;
   }
 }
 
@@ -236,6 +237,8 @@ CUresult synchronize_stream(CUstream hStream, DefaultStream ds) {
   std::unique_lock lock(s.mu);
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(hStream, ds, stream); r != CUDA_SUCCESS) return r;
+  charge_call(s.config->costs.sync_us);
+  count_host_sync();
   if (stream->last) host_wait(lock, stream->last);
   return stream->ctx->sticky;
 }
@@ -372,8 +375,8 @@ void enqueue(Stream* stream, OpPtr op) {
   op->stream = stream;
   op->ctx = ctx;
   op->seq = s.next_seq++;
-  s.host_ns += ns_from_us(s.config->launch_latency_us);
-  op->host_ready_ns = s.host_ns;
+  advance_host_clock(enqueue_cost_us(op->kind));
+  op->host_ready_ns = host_clock();
   switch (op->kind) {
     case OpKind::kernel:
     case OpKind::set:
@@ -440,10 +443,11 @@ void host_wait(std::unique_lock<std::mutex>& lock, const CompletionPtr& completi
 CUresult query(std::unique_lock<std::mutex>& lock, const CompletionPtr& completion) {
   State& s = state();
   s.done_cv.wait(lock, [&] { return completion->done; });
-  if (completion->end_ns > s.host_ns) {
-    s.host_ns += ns_from_us(s.config->query_cost_us);
-    return CUDA_ERROR_NOT_READY;
-  }
+  // Every query is a call (an unanswered one also under host_costs:false,
+  // so that a polling loop gets there).
+  const bool ready = completion->end_ns <= host_clock();
+  if (s.config->host_costs || !ready) advance_host_clock(s.config->costs.query_cost_us);
+  if (!ready) return CUDA_ERROR_NOT_READY;
   observe(*completion);
   return CUDA_SUCCESS;
 }
@@ -648,7 +652,12 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent) {
   std::unique_lock lock(s.mu);
   Event* event = nullptr;
   if (CUresult r = resolve_event(hEvent, event); r != CUDA_SUCCESS) return r;
-  if (event->recorded) host_wait(lock, event->recorded);
+  charge_call(s.config->costs.sync_us);
+  if (event->recorded) {
+    s.done_cv.wait(lock, [&] { return event->recorded->done; });
+    if (event->recorded->end_ns > host_clock()) count_host_sync();
+    host_wait(lock, event->recorded);
+  }
   return event->ctx->sticky;
 }
 

@@ -98,6 +98,13 @@ void unmap_one(Region& reservation, Mapping& m, bool overlay) {
   if (--handle->mappings == 0 && handle->released) destroy_handle(handle);
 }
 
+// Every VMM call is counted and charged, whatever it answers: the driver
+// takes its time either way.
+const HostCosts& vmm_call() {
+  count_vmm_call();
+  return state().config->costs;
+}
+
 int prot_for(int access) {
   int prot = PROT_NONE;
   if (access & SIMCUDA_READ) prot |= PROT_READ;
@@ -140,10 +147,11 @@ CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t align
                                      CUdeviceptr addr, unsigned long long flags) {
   SIM_ENTER();
   (void)addr;  // a hint only
+  std::lock_guard lock(state().mu);
+  charge_call(vmm_call().address_reserve_us);
   if (!ptr || size == 0 || !aligned(size) || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (alignment == 0) alignment = kGranularity;
   if ((alignment & (alignment - 1)) != 0 || !aligned(alignment)) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(state().mu);
   size_t span = size + alignment;
   void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -161,6 +169,7 @@ CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   SIM_ENTER();
   State& s = state();
   std::lock_guard lock(s.mu);
+  charge_call(vmm_call().address_free_us);
   auto it = s.regions.find(ptr);
   if (it == s.regions.end() || it->second->kind != Region::Kind::reservation ||
       it->second->size != size || !it->second->mappings.empty())
@@ -172,11 +181,23 @@ CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                              const CUmemAllocationProp* prop, unsigned long long flags) {
   SIM_ENTER();
-  if (!handle || size == 0 || !aligned(size) || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   State& s = state();
   std::lock_guard lock(s.mu);
-  if (CUresult r = check_prop(prop); r != CUDA_SUCCESS) return r;
+  const HostCosts& costs = vmm_call();
+  if (!handle || size == 0 || !aligned(size) || flags != 0) {
+    charge_call(costs.mem_create_us);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult r = check_prop(prop); r != CUDA_SUCCESS) {
+    charge_call(costs.mem_create_us);
+    return r;
+  }
   bool host = host_location(prop->location.type);
+  // Host-located memory is pinned as it is made.
+  if (host)
+    charge_call(costs.mem_create_us + costs.host_alloc_us, costs.host_alloc_page_us, size);
+  else
+    charge_call(costs.mem_create_us);
   int device = host ? 0 : prop->location.id;
   Device& d = s.devices[static_cast<size_t>(device)];
   if (!host && d.stats.in_use + size > d.capacity) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -206,8 +227,17 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
   SIM_ENTER();
   std::lock_guard lock(state().mu);
+  const HostCosts& costs = vmm_call();
   Handle* h = find_handle(handle);
-  if (!h || h->released) return CUDA_ERROR_INVALID_VALUE;
+  if (!h || h->released) {
+    charge_call(costs.mem_release_us);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (h->host_located)
+    charge_call(costs.mem_release_us + costs.host_free_us,
+                costs.mem_release_page_us + costs.host_free_page_us, h->size);
+  else
+    charge_call(costs.mem_release_us, costs.mem_release_page_us, h->size);
   h->released = true;
   if (h->mappings == 0) destroy_handle(h);
   return CUDA_SUCCESS;
@@ -216,9 +246,10 @@ CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
 CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                           CUmemGenericAllocationHandle handle, unsigned long long flags) {
   SIM_ENTER();
+  std::lock_guard lock(state().mu);
+  charge_call(vmm_call().mem_map_us);
   if (size == 0 || !aligned(ptr) || !aligned(size) || !aligned(offset) || flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(state().mu);
   Handle* h = find_handle(handle);
   if (!h || h->released || offset > h->size || size > h->size - offset)
     return CUDA_ERROR_INVALID_VALUE;
@@ -242,8 +273,10 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 
 CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
   SIM_ENTER();
-  if (size == 0 || !aligned(ptr) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(state().mu);
+  const HostCosts& costs = vmm_call();
+  charge_call(costs.mem_unmap_us, costs.mem_unmap_page_us, size);
+  if (size == 0 || !aligned(ptr) || !aligned(size)) return CUDA_ERROR_INVALID_VALUE;
   Region* reservation = reservation_for(ptr, size);
   std::vector<Mapping*> pieces;
   if (!reservation || !whole_mappings(*reservation, ptr, size, pieces))
@@ -257,8 +290,10 @@ CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
 CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
                                 size_t count) {
   SIM_ENTER();
-  if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(state().mu);
+  const HostCosts& costs = vmm_call();
+  charge_call(costs.mem_set_access_us, costs.mem_set_access_page_us, size);
+  if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
   int access = 0;
   for (size_t i = 0; i < count; ++i) {
     if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;

@@ -157,7 +157,8 @@ TEST_F(Streams, QueriesAnswerByTheHostClock) {
   EXPECT_LT(polls, 5'100u);
   EXPECT_CU(cuStreamQuery(s));
   EXPECT_GE(stats().virtual_ns, before);
-  EXPECT_LT(stats().virtual_ns, before + 1'000) << "the host got to the kernel's end, not past it";
+  EXPECT_LT(stats().virtual_ns, before + 3'000)
+      << "the host got to the kernel's end and paid for its two last queries, no more";
   EXPECT_EQ(stats().host_wait_ns, 0u);
   EXPECT_EQ(mismatches(p, 4096, 7), 0u);
 }
