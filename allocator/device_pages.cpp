@@ -28,7 +28,7 @@ ScopedContext::~ScopedContext() {
 }
 
 CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
-  dev.events.driver = &driver_;
+  dev.events.calls = &calls_;
   CUresult r = driver_.cuDeviceGet(&dev.cu_device, ordinal);
   if (r != CUDA_SUCCESS) return r;
   // Work is done in the context current at the device's first allocation
@@ -111,7 +111,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
       prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev.ordinal};
       PageHandle page = 0;
-      r = driver_.cuMemCreate(&page, dev.granularity, &prop, 0);
+      r = calls_.cuMemCreate(&page, dev.granularity, &prop);
       if (r == CUDA_SUCCESS) {
         out.push_back(page);
         dev.device_bytes += dev.granularity;
@@ -170,7 +170,7 @@ void Allocator::give_pages(Device& dev, std::vector<PageHandle>& pages) noexcept
     try {
       dev.page_pool.push_back(page);
     } catch (...) {
-      if (driver_.cuMemRelease(page) == CUDA_SUCCESS) {
+      if (calls_.cuMemRelease(page) == CUDA_SUCCESS) {
         dev.device_bytes -= dev.granularity;
         stats_.device_bytes -= dev.granularity;
       } else {
@@ -181,16 +181,16 @@ void Allocator::give_pages(Device& dev, std::vector<PageHandle>& pages) noexcept
   pages.clear();
 }
 
-MappedRange::MappedRange(const Driver& driver, const Allocator::Device& dev) noexcept
-    : driver_(driver), dev_(dev) {}
+MappedRange::MappedRange(DriverCalls& calls, const Allocator::Device& dev) noexcept
+    : calls_(calls), dev_(dev) {}
 
-MappedRange::MappedRange(const Driver& driver, const Allocator::Device& dev, uintptr_t base,
+MappedRange::MappedRange(DriverCalls& calls, const Allocator::Device& dev, uintptr_t base,
                          uint64_t bytes) noexcept
-    : driver_(driver), dev_(dev), base_(base), bytes_(bytes) {}
+    : calls_(calls), dev_(dev), base_(base), bytes_(bytes) {}
 
 CUresult MappedRange::reserve(uint64_t bytes) noexcept {
   CUdeviceptr base = 0;
-  CUresult r = driver_.cuMemAddressReserve(&base, bytes, dev_.granularity, 0, 0);
+  CUresult r = calls_.cuMemAddressReserve(&base, bytes, dev_.granularity);
   if (r != CUDA_SUCCESS) return r;
   base_ = base;
   bytes_ = bytes;
@@ -200,8 +200,7 @@ CUresult MappedRange::reserve(uint64_t bytes) noexcept {
 
 CUresult MappedRange::map(std::span<const PageHandle> pages) noexcept {
   for (PageHandle page : pages) {
-    if (CUresult r = driver_.cuMemMap(base_ + mapped_, dev_.granularity, 0, page, 0);
-        r != CUDA_SUCCESS)
+    if (CUresult r = calls_.cuMemMap(base_ + mapped_, dev_.granularity, page); r != CUDA_SUCCESS)
       return r;
     mapped_ += dev_.granularity;
   }
@@ -209,7 +208,7 @@ CUresult MappedRange::map(std::span<const PageHandle> pages) noexcept {
 }
 
 CUresult MappedRange::map(PageHandle whole) noexcept {
-  if (CUresult r = driver_.cuMemMap(base_, bytes_, 0, whole, 0); r != CUDA_SUCCESS) return r;
+  if (CUresult r = calls_.cuMemMap(base_, bytes_, whole); r != CUDA_SUCCESS) return r;
   mapped_ = bytes_;
   return enable();
 }
@@ -218,7 +217,7 @@ CUresult MappedRange::enable() noexcept {
   CUmemAccessDesc access{};
   access.location = {CU_MEM_LOCATION_TYPE_DEVICE, dev_.ordinal};
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  return driver_.cuMemSetAccess(base_, mapped_, &access, 1);
+  return calls_.cuMemSetAccess(base_, mapped_, &access);
 }
 
 uintptr_t MappedRange::commit() noexcept {
@@ -228,9 +227,9 @@ uintptr_t MappedRange::commit() noexcept {
 }
 
 void MappedRange::undo() noexcept {
-  if (mapped_ > 0) (void)driver_.cuMemUnmap(base_, mapped_);
+  if (mapped_ > 0) (void)calls_.cuMemUnmap(base_, mapped_);
   mapped_ = 0;
-  if (owned_) (void)driver_.cuMemAddressFree(base_, bytes_);
+  if (owned_) (void)calls_.cuMemAddressFree(base_, bytes_);
   owned_ = false;
 }
 
@@ -251,11 +250,11 @@ bool Allocator::reclaim_cached(Device& dev) noexcept {
     range.pending.synchronize();
     range.after.reset();
     range.pending.reset();
-    if (driver_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) {
+    if (calls_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) {
       dev.lost_device_bytes += range.pages.size() * dev.granularity;
       continue;
     }
-    (void)driver_.cuMemAddressFree(range.base, range.range_bytes);
+    (void)calls_.cuMemAddressFree(range.base, range.range_bytes);
     give_pages(dev, range.pages);
     return true;
   }
@@ -279,7 +278,7 @@ EventRef Allocator::record_event(Device& dev, CUstream stream) noexcept {
   shared->refs = 1;
   shared->done = false;
   EventRef ref = EventRef::adopt(shared);
-  if (driver_.cuEventRecord(shared->event, stream) != CUDA_SUCCESS) return {};
+  if (calls_.cuEventRecord(shared->event, stream) != CUDA_SUCCESS) return {};
   return ref;
 }
 
@@ -292,14 +291,14 @@ void EventRef::reset() noexcept {
   } catch (...) {
     // Not kept: destroyed below.
   }
-  (void)e->pool->driver->cuEventDestroy_v2(e->event);
+  (void)e->pool->calls->driver().cuEventDestroy_v2(e->event);
   delete e;
 }
 
 bool EventRef::done() noexcept {
   if (!event_) return true;
   if (!event_->done) {
-    if (event_->pool->driver->cuEventQuery(event_->event) != CUDA_SUCCESS) return false;
+    if (event_->pool->calls->cuEventQuery(event_->event) != CUDA_SUCCESS) return false;
     event_->done = true;
   }
   reset();
@@ -308,13 +307,13 @@ bool EventRef::done() noexcept {
 
 void EventRef::synchronize() noexcept {
   if (event_ && !event_->done &&
-      event_->pool->driver->cuEventSynchronize(event_->event) == CUDA_SUCCESS)
+      event_->pool->calls->cuEventSynchronize(event_->event) == CUDA_SUCCESS)
     event_->done = true;
 }
 
 EventPool::~EventPool() {
   for (Allocator::SharedEvent* event : free) {
-    (void)driver->cuEventDestroy_v2(event->event);
+    (void)calls->driver().cuEventDestroy_v2(event->event);
     delete event;
   }
 }
@@ -325,9 +324,9 @@ void Allocator::cache_host_copy(Device& dev, const HostCopy& copy) noexcept {
   try {
     dev.host_cache.push_back(copy);
   } catch (...) {
-    (void)driver_.cuMemUnmap(copy.window, copy.size_bytes);
-    (void)driver_.cuMemAddressFree(copy.window, copy.size_bytes);
-    (void)driver_.cuMemRelease(copy.handle);
+    (void)calls_.cuMemUnmap(copy.window, copy.size_bytes);
+    (void)calls_.cuMemAddressFree(copy.window, copy.size_bytes);
+    (void)calls_.cuMemRelease(copy.handle);
   }
 }
 

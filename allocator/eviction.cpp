@@ -72,13 +72,13 @@ CUresult Allocator::take_host_copy(Device& dev, Block& block) noexcept {
       prop.location = dev.host_location;
       HostCopy copy;
       copy.size_bytes = block.range_bytes;
-      r = driver_.cuMemCreate(&copy.handle, copy.size_bytes, &prop, 0);
+      r = calls_.cuMemCreate(&copy.handle, copy.size_bytes, &prop);
       if (r != CUDA_SUCCESS) return host_exhausted(dev, r);
-      MappedRange window(driver_, dev);
+      MappedRange window(calls_, dev);
       if ((r = window.reserve(copy.size_bytes)) != CUDA_SUCCESS ||
           (r = window.map(copy.handle)) != CUDA_SUCCESS) {
         window.undo();
-        (void)driver_.cuMemRelease(copy.handle);
+        (void)calls_.cuMemRelease(copy.handle);
         return host_exhausted(dev, r);
       }
       copy.window = window.commit();
@@ -149,7 +149,7 @@ void Allocator::lose_host_copy(Device& dev, Block& block) noexcept {
 
 // Maps `block`'s host copy at its range; false when it cannot.
 bool Allocator::map_host_copy(Device& dev, Block& block) noexcept {
-  MappedRange range(driver_, dev, block.base, block.range_bytes);
+  MappedRange range(calls_, dev, block.base, block.range_bytes);
   if (range.map(block.host.handle) != CUDA_SUCCESS) return false;
   range.commit();
   return true;
@@ -160,7 +160,7 @@ bool Allocator::map_host_copy(Device& dev, Block& block) noexcept {
 // could not be unmapped and the block stays resident.
 bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
                               uint64_t copied_ns) noexcept {
-  if (driver_.cuMemUnmap(block.base, block.range_bytes) != CUDA_SUCCESS) {
+  if (calls_.cuMemUnmap(block.base, block.range_bytes) != CUDA_SUCCESS) {
     release_host_copy(dev, block);  // still mapped, bytes still there
     return false;
   }
@@ -212,8 +212,7 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
 CUresult Allocator::queue_copy_out(Device& dev, Block& block) noexcept {
   for (const EventRef* event : {&block.last_use, &block.waits.events[0], &block.waits.events[1]}) {
     if (event->known_done()) continue;
-    if (CUresult r = driver_.cuStreamWaitEvent(dev.evict_stream, event->event(), 0);
-        r != CUDA_SUCCESS)
+    if (CUresult r = calls_.cuStreamWaitEvent(dev.evict_stream, event->event()); r != CUDA_SUCCESS)
       return r;
   }
   if (observer_) block.evict_queued_ns = observer_->clock_ns();
@@ -230,7 +229,7 @@ CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& que
   for (; queued < victims.size(); ++queued)
     if ((r = queue_copy_out(dev, *victims[queued])) != CUDA_SUCCESS) break;
   if (queued > 0) {
-    CUresult s = driver_.cuStreamSynchronize(dev.evict_stream);
+    CUresult s = calls_.cuStreamSynchronize(dev.evict_stream);
     if (r == CUDA_SUCCESS) r = s;
   }
   return r;
@@ -281,8 +280,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   CUresult r = take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages,
                           keep, /*may_wait=*/nullptr, may_evict, &donor);
   if (r != CUDA_SUCCESS) return r;
-  if (donor &&
-      (r = driver_.cuStreamWaitEvent(dev.prefetch_stream, donor.event(), 0)) != CUDA_SUCCESS) {
+  if (donor && (r = calls_.cuStreamWaitEvent(dev.prefetch_stream, donor.event())) != CUDA_SUCCESS) {
     give_donated(dev, pages, donor);
     return r;
   }
@@ -295,14 +293,14 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   if (block.range_on_host) {
     // Unseen kernels may have used the host mapping; seen ones are waited for.
     block.last_use.synchronize();
-    if ((r = driver_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
+    if ((r = calls_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
       give_donated(dev, pages, donor);
       return r;
     }
     block.range_on_host = false;
   }
   // On failure the range goes back onto the host copy, where it was.
-  MappedRange range(driver_, dev, block.base, block.range_bytes);
+  MappedRange range(calls_, dev, block.base, block.range_bytes);
   auto back_to_host = [&]() {
     range.undo();
     give_donated(dev, pages, donor);
@@ -329,12 +327,12 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   }
   if (!copied) {
     // The bytes are still only in the host copy: undo the mapping.
-    if (r == CUDA_SUCCESS) (void)driver_.cuStreamSynchronize(dev.prefetch_stream);
+    if (r == CUDA_SUCCESS) (void)calls_.cuStreamSynchronize(dev.prefetch_stream);
     back_to_host();
     return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
   }
   if (stream != dev.prefetch_stream) {
-    if ((r = driver_.cuStreamWaitEvent(stream, copied.event(), 0)) != CUDA_SUCCESS) {
+    if ((r = calls_.cuStreamWaitEvent(stream, copied.event())) != CUDA_SUCCESS) {
       // Safe either way: wait here rather than undo a queued copy.
       copied.synchronize();
     }

@@ -53,7 +53,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
   EventRef copied = record_event(dev, dev.evict_stream);
   if (!copied) {
     // Cannot tell when it is done: wait for it and land it now.
-    if (driver_.cuStreamSynchronize(dev.evict_stream) != CUDA_SUCCESS) {
+    if (calls_.cuStreamSynchronize(dev.evict_stream) != CUDA_SUCCESS) {
       // The copy's fate is unknown: keep the host copy out of reuse.
       lose_host_copy(dev, block);
       return CUDA_ERROR_UNKNOWN;
@@ -130,7 +130,7 @@ void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noex
   }
   // The host copy goes back once the copy reading into it is done; the
   // use (or the buffer's next use) waits for the copy.
-  bool ordered = stream && driver_.cuStreamWaitEvent(stream, copy.event(), 0) == CUDA_SUCCESS;
+  bool ordered = stream && calls_.cuStreamWaitEvent(stream, copy.event()) == CUDA_SUCCESS;
   if (!ordered) {
     for (EventRef& wait : block.waits.events) {
       if (wait) continue;
@@ -164,7 +164,7 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
   if (block.residency != Residency::evicted) return CUDA_ERROR_NOT_READY;
   if (trigger) {
     if (const EventRef reached = record_event(dev, trigger)) {
-      if (CUresult r = driver_.cuStreamWaitEvent(dev.prefetch_stream, reached.event(), 0);
+      if (CUresult r = calls_.cuStreamWaitEvent(dev.prefetch_stream, reached.event());
           r != CUDA_SUCCESS)
         return r;
     }
@@ -176,7 +176,7 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
   if (r != CUDA_SUCCESS) return r;
   ++stats_.prefetches_planned;
   block.last_tick = ++tick_;  // wanted soon: the last to go under pressure
-  if (done) (void)driver_.cuEventRecord(done, dev.prefetch_stream);
+  if (done) (void)calls_.cuEventRecord(done, dev.prefetch_stream);
   return CUDA_SUCCESS;
 }
 

@@ -81,7 +81,7 @@ CUresult Allocator::trim_device(Device& dev, uint64_t keep_bytes) noexcept {
       if (!reclaim_cached(dev)) break;  // its pages are pooled now
       continue;
     }
-    if (CUresult r = driver_.cuMemRelease(dev.page_pool.back()); r != CUDA_SUCCESS) return r;
+    if (CUresult r = calls_.cuMemRelease(dev.page_pool.back()); r != CUDA_SUCCESS) return r;
     dev.page_pool.pop_back();
     dev.device_bytes -= dev.granularity;
     stats_.device_bytes -= dev.granularity;

@@ -16,7 +16,7 @@
 namespace cuswap {
 
 Allocator::Allocator(const Driver& driver, const AllocatorSettings& settings)
-    : driver_(driver), settings_(settings) {}
+    : driver_(driver), calls_(driver, stats_), settings_(settings) {}
 
 Allocator::~Allocator() {
   // A test is done (the shim's allocator lives as long as the process):
@@ -151,7 +151,7 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
       take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {}, may_wait,
                  /*may_evict=*/true, &donor);
   if (r != CUDA_SUCCESS) return r;
-  MappedRange range(driver_, dev);
+  MappedRange range(calls_, dev);
   if ((r = range.reserve(range_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
     range.undo();
     give_donated(dev, pages, donor);
@@ -176,7 +176,7 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
 // anything is evicted for it.
 CUresult Allocator::allocate_on_host(Device& dev, Block& block) noexcept {
   if (!dev.host_vmm) return CUDA_ERROR_OUT_OF_MEMORY;
-  MappedRange range(driver_, dev);
+  MappedRange range(calls_, dev);
   CUresult r = range.reserve(block.range_bytes);
   if (r != CUDA_SUCCESS) return r;
   if ((r = take_host_copy(dev, block)) != CUDA_SUCCESS) return r;
@@ -209,7 +209,7 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
     CUresult r =
         take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {}, may_wait);
     if (r != CUDA_SUCCESS) return r;
-    MappedRange range(driver_, dev);
+    MappedRange range(calls_, dev);
     if ((r = range.reserve(slab_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
       range.undo();
       give_pages(dev, pages);
@@ -289,7 +289,7 @@ CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) n
 // the range's next owner waits for that event.
 EventRef Allocator::after_synchronous_free(Device& dev, Block& block) noexcept {
   if (block.last_use && !block.last_use.done() &&
-      driver_.cuStreamWaitEvent(CU_STREAM_LEGACY, block.last_use.event(), 0) != CUDA_SUCCESS)
+      calls_.cuStreamWaitEvent(CU_STREAM_LEGACY, block.last_use.event()) != CUDA_SUCCESS)
     return {};
   return record_event(dev, CU_STREAM_LEGACY);
 }
@@ -337,10 +337,10 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     if (block->range_on_host) {
       // Kernels may still use it in place (Note [Buffers bigger than the budget]).
       after.synchronize();
-      (void)driver_.cuMemUnmap(block->base, block->range_bytes);
+      (void)calls_.cuMemUnmap(block->base, block->range_bytes);
     }
     give_host_copy_back(dev, block->stash, block->size_bytes, block->host);
-    (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
+    (void)calls_.cuMemAddressFree(block->base, block->range_bytes);
     return;
   }
   try {
@@ -349,11 +349,11 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     // Cannot keep it cached: wait for it and let it go now.
     after.synchronize();
     pending.synchronize();
-    if (driver_.cuMemUnmap(block->base, block->range_bytes) != CUDA_SUCCESS) {
+    if (calls_.cuMemUnmap(block->base, block->range_bytes) != CUDA_SUCCESS) {
       dev.lost_device_bytes += block->pages.size() * dev.granularity;
       return;
     }
-    (void)driver_.cuMemAddressFree(block->base, block->range_bytes);
+    (void)calls_.cuMemAddressFree(block->base, block->range_bytes);
     give_pages(dev, block->pages);
     return;
   }
@@ -454,8 +454,7 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
     bool waited = false;
     for (EventRef& wait : block->waits.events) {
       if (wait.done()) continue;
-      if (CUresult r = driver_.cuStreamWaitEvent(stream, wait.event(), 0); r != CUDA_SUCCESS)
-        return r;
+      if (CUresult r = calls_.cuStreamWaitEvent(stream, wait.event()); r != CUDA_SUCCESS) return r;
       waited = true;
     }
     if (waited && observer_ && block->residency == Residency::prefetching)
@@ -486,7 +485,7 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
         event = record_event(*dev, stream);
       // Without an event the use cannot be ordered against: wait for it,
       // so the buffers' older last uses stay true.
-      if (!event) (void)driver_.cuStreamSynchronize(stream);
+      if (!event) (void)calls_.cuStreamSynchronize(stream);
     }
     if (event) block->last_use = event;
   }

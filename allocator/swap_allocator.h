@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "allocator/config.h"
+#include "allocator/driver_calls.h"
 #include "allocator/swap_observer.h"
 #include "allocator/swap_stats.h"
 
@@ -181,6 +182,8 @@ class Allocator {
 
  private:
   const Driver& driver_;
+  SwapStats stats_;    // before calls_, which counts into it
+  DriverCalls calls_;  // the calls that cost host time (Note [Counted driver calls])
   AllocatorSettings settings_;
   std::mutex mu_;
   std::condition_variable finished_;              // a finish() unpinned something
@@ -189,7 +192,6 @@ class Allocator {
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base
   uint64_t tick_ = 0;                             // LRU clock: one per use
-  SwapStats stats_;
   SwapObserver* observer_ = nullptr;
 
   // The caller's hold on mu_, handed down a path that may wait for room

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "allocator/driver_calls.h"
 #include "allocator/host_stash.h"
 #include "allocator/swap_allocator.h"
 
@@ -77,7 +78,7 @@ struct EventPool {
   ~EventPool();
   EventPool(const EventPool&) = delete;
   EventPool& operator=(const EventPool&) = delete;
-  const Driver* driver = nullptr;
+  DriverCalls* calls = nullptr;
   std::vector<Allocator::SharedEvent*> free;
 };
 
@@ -205,9 +206,9 @@ class ScopedContext {
 class MappedRange {
  public:
   // A new range, reserved by reserve().
-  MappedRange(const Driver& driver, const Allocator::Device& dev) noexcept;
+  MappedRange(DriverCalls& calls, const Allocator::Device& dev) noexcept;
   // The reserved range [base, base + bytes), kept whatever happens.
-  MappedRange(const Driver& driver, const Allocator::Device& dev, uintptr_t base,
+  MappedRange(DriverCalls& calls, const Allocator::Device& dev, uintptr_t base,
               uint64_t bytes) noexcept;
   ~MappedRange() { undo(); }
   MappedRange(const MappedRange&) = delete;
@@ -225,7 +226,7 @@ class MappedRange {
 
  private:
   [[nodiscard]] CUresult enable() noexcept;
-  const Driver& driver_;
+  DriverCalls& calls_;
   const Allocator::Device& dev_;
   uintptr_t base_ = 0;
   uint64_t bytes_ = 0;

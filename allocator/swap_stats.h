@@ -31,7 +31,19 @@ namespace cuswap {
   X(reused_ranges, "large allocations served from freed ranges without a driver call")       \
   X(driver_retries, "allocations retried after the device refused memory within the budget") \
   X(waits_for_room, "times a use waited for other threads' uses to finish")                  \
-  X(out_of_memory, "allocations refused")
+  X(out_of_memory, "allocations refused")                                                    \
+  X(vmm_creates, "cuMemCreate calls (Note [Counted driver calls])")                          \
+  X(vmm_releases, "cuMemRelease calls")                                                      \
+  X(vmm_maps, "cuMemMap calls")                                                              \
+  X(vmm_unmaps, "cuMemUnmap calls")                                                          \
+  X(vmm_set_access, "cuMemSetAccess calls")                                                  \
+  X(vmm_reserves, "cuMemAddressReserve calls")                                               \
+  X(vmm_address_frees, "cuMemAddressFree calls")                                             \
+  X(event_records, "cuEventRecord calls")                                                    \
+  X(event_queries, "cuEventQuery calls")                                                     \
+  X(stream_waits, "cuStreamWaitEvent calls")                                                 \
+  X(host_waits, "stream and event synchronizes: the host waited for the device")             \
+  X(host_wait_us, "wall-clock time of those waits, microseconds")
 
 struct SwapStats {
 #define CUSWAP_SWAP_STAT_FIELD(name, description) uint64_t name = 0;

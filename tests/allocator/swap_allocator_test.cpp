@@ -183,6 +183,32 @@ TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
+// Note [Counted driver calls]: the allocator counts its VMM calls by kind,
+// and their sum is what the driver saw; a range reused as it is costs none.
+TEST_F(SwapTest, DriverCallsAreCountedByKind) {
+  start_swap("memory:256MiB", budget(256 * kMiB));
+  auto vmm = [](const cuswap::SwapStats& s) {
+    return s.vmm_creates + s.vmm_releases + s.vmm_maps + s.vmm_unmaps + s.vmm_set_access +
+           s.vmm_reserves + s.vmm_address_frees;
+  };
+  const uint64_t driver_before = stats().vmm_calls;
+  CUstream s1 = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB, s1, true);
+  cuswap::SwapStats swap = allocator->stats();
+  EXPECT_EQ(swap.vmm_creates, 16u) << "a page at a time";
+  EXPECT_EQ(swap.vmm_reserves, 1u);
+  EXPECT_GE(swap.vmm_maps, 1u);
+  EXPECT_EQ(swap.vmm_set_access, 1u) << "access set once for the range";
+  EXPECT_EQ(vmm(swap), stats().vmm_calls - driver_before);
+  ASSERT_CU(fill(s1, a, k32MiB, 7));
+  ASSERT_CU(swap_free(a, s1, true));
+  const uint64_t before_reuse = vmm(allocator->stats());
+  EXPECT_EQ(swap_alloc(k32MiB, s1, true), a);
+  EXPECT_EQ(vmm(allocator->stats()), before_reuse) << "a reused range costs no VMM call";
+  EXPECT_EQ(vmm(allocator->stats()), stats().vmm_calls - driver_before);
+  ASSERT_CU(cuStreamSynchronize(s1));
+}
+
 // cuMemFree returns once the device is idle, so a program may free a buffer
 // that work it queued still reads, and the allocator may never have seen
 // that work (here a kernel launched past it). The pages go to the next
