@@ -66,12 +66,24 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
                     std::string& error) {
   out = Workload{};
   out.source = trace.source;
-  if (trace.ops.empty()) {
-    error = fmt::format("{}: the trace has no ops to plan", trace.source);
-    return false;
-  }
   // Device and memory space.
   const int busiest = busiest_device(trace);
+  if (trace.ops.empty()) {
+    // A memory snapshot (Note [Workloads from an allocation stream]); a
+    // sampled profile has too few of its allocations to be made one of.
+    if (busiest < 0 || trace.sampled) {
+      error = fmt::format("{}: the trace has no ops to plan{}", trace.source,
+                          trace.sampled ? ", and only a sample of its allocations" : "");
+      return false;
+    }
+    if (options.iteration > 0) {
+      error = fmt::format("{}: iteration {} asked for, the trace has no ops to count them by",
+                          trace.source, options.iteration);
+      return false;
+    }
+    out.device = options.device >= 0 ? options.device : busiest;
+    return build_stream_workload(trace, out.device, out, error);
+  }
   if (options.device >= -1) {
     out.device = options.device;
   } else if (busiest >= 0) {

@@ -79,6 +79,12 @@ struct WorkloadOptions {
 [[nodiscard]] bool build_workload(const trace::Trace& trace, const WorkloadOptions& options,
                                   Workload& out, std::string& error);
 
+// The workload of a trace with allocations and no ops (a memory snapshot):
+// Note [Workloads from an allocation stream] (policy/stream_workload.cpp).
+// build_workload calls it for such a trace.
+[[nodiscard]] bool build_stream_workload(const trace::Trace& trace, int device, Workload& out,
+                                         std::string& error);
+
 // Live bytes at each op (while it runs) when nothing is moved, and the peak.
 std::vector<uint64_t> live_bytes_per_op(const Workload& workload);
 // The same without the tensors marked in `parked` (one flag per tensor,
