@@ -57,7 +57,8 @@ Command add_replay(CLI::App& app) {
       "Every argument goes to cuswap-replay (`cuswap replay --help-replay` lists them; "
       "docs/replay.md): TRACE [--policy none|reactive|online|plan:FILE|PLANNER] "
       "[--device-memory SIZE] [--budget SIZE|PCT%] [--link L] [--time-scale F] "
-      "[--batch-scale F] [--iterations N] [--max-batch] [--json]. Exit codes: 0 the replay "
+      "[--batch-scale F] [--iterations N] [--alloc-path stream|sync|pluggable] [--host-op-us US] "
+      "[--workspaces] [--max-batch] [--json]. Exit codes: 0 the replay "
       "completed with no integrity error or hazard, 1 it did not, 2 bad usage or input.");
   sub->prefix_command();
   sub->set_help_flag();

@@ -35,10 +35,18 @@ bool open_driver(Driver& d, std::string& error) {
   d.simcuda_get_stats =
       reinterpret_cast<decltype(d.simcuda_get_stats)>(dlsym(lib, "simcuda_get_stats"));
   d.simcuda_access = reinterpret_cast<decltype(d.simcuda_access)>(dlsym(lib, "simcuda_access"));
+  d.simcuda_host_clock_ns =
+      reinterpret_cast<decltype(d.simcuda_host_clock_ns)>(dlsym(lib, "simcuda_host_clock_ns"));
+  d.simcuda_host_clock_join =
+      reinterpret_cast<decltype(d.simcuda_host_clock_join)>(dlsym(lib, "simcuda_host_clock_join"));
   d.cuswap_iteration_begin =
       reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "cuswap_iteration_begin"));
   d.cuswap_stats_json =
       reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "cuswap_stats_json"));
+  d.cuswap_torch_alloc =
+      reinterpret_cast<decltype(d.cuswap_torch_alloc)>(dlsym(RTLD_DEFAULT, "cuswap_torch_alloc"));
+  d.cuswap_torch_free =
+      reinterpret_cast<decltype(d.cuswap_torch_free)>(dlsym(RTLD_DEFAULT, "cuswap_torch_free"));
   return true;
 }
 

@@ -15,12 +15,13 @@ namespace cuswap::bench {
 
 // X(name as cuda.h spells it); the symbol is what the name expands to
 // (cuMemAlloc -> cuMemAlloc_v2), the prototype the header's.
-#define CUSWAP_REPLAY_DRIVER(X)                                                           \
-  X(cuInit)                                                                               \
-  X(cuGetErrorName)                                                                       \
-  X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)   \
-      X(cuModuleLoadData) X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamSynchronize) \
-          X(cuMemAlloc) X(cuMemFree) X(cuMemFreeAsync) X(cuMemsetD8) X(cuMemcpyDtoH)      \
+#define CUSWAP_REPLAY_DRIVER(X)                                                              \
+  X(cuInit)                                                                                  \
+  X(cuGetErrorName)                                                                          \
+  X(cuDeviceGet)                                                                             \
+  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuModuleLoadData) \
+      X(cuModuleGetFunction) X(cuStreamCreate) X(cuStreamSynchronize) X(cuMemAlloc)          \
+          X(cuMemAllocAsync) X(cuMemFree) X(cuMemFreeAsync) X(cuMemsetD8) X(cuMemcpyDtoH)    \
               X(cuLaunchKernel) X(cuCtxSynchronize) X(cuMemGetInfo)
 
 struct Driver {
@@ -31,9 +32,13 @@ struct Driver {
   decltype(&::simcuda_register_kernel) simcuda_register_kernel = nullptr;
   decltype(&::simcuda_get_stats) simcuda_get_stats = nullptr;
   decltype(&::simcuda_access) simcuda_access = nullptr;
-  // cuswap's exports (null without libcuswap.so).
+  decltype(&::simcuda_host_clock_ns) simcuda_host_clock_ns = nullptr;
+  decltype(&::simcuda_host_clock_join) simcuda_host_clock_join = nullptr;
+  // cuswap's exports (null without libcuswap.so): include/cuswap/cuswap.h.
   void (*cuswap_iteration_begin)() = nullptr;
   const char* (*cuswap_stats_json)() = nullptr;
+  void* (*cuswap_torch_alloc)(ssize_t, int, CUstream) = nullptr;
+  void (*cuswap_torch_free)(void*, size_t, int, CUstream) = nullptr;
 
   bool simulated() const {
     return simcuda_get_stats != nullptr;

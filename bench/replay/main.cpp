@@ -23,18 +23,13 @@ std::string opt_json(const std::optional<int64_t>& v) {
 int child_main(const ReplayOptions& o) {
   cli::Loaded loaded;
   std::string error;
-  cli::PolicyArgs args = o.policy_args;
-  args.budget.clear();
+  uint32_t workspaces = 0;
   RunResult r;
-  if (!cli::load(o.trace, args, loaded, error)) {
+  if (!load_workload(o, o.batch_scale, loaded, workspaces, error)) {
     r.error = error;
   } else {
-    if (o.batch_scale != 1.0) {
-      scale_batch(loaded.workload, o.batch_scale);
-      loaded.workload.index();
-    }
     const Schedule schedule = build_schedule(loaded.workload, loaded.request.time_scale);
-    r = run_replay(loaded.workload, schedule, {o.iterations, 0});
+    r = run_replay(loaded.workload, schedule, {o.iterations, 0, o.alloc_path, o.host_op_us});
   }
   std::fputs(format_result(r).c_str(), stdout);
   return r.completed ? cli::kExitOk : cli::kExitFailed;
@@ -45,6 +40,12 @@ int parent_main(const ReplayOptions& o) {
   std::string error;
   if (!prepare(o, o.batch_scale, p, error)) {
     fmt::print(stderr, "cuswap-replay: error: {}\n", error);
+    return cli::kExitBadInput;
+  }
+  if (o.policy == "none" && o.alloc_path == AllocPath::pluggable) {
+    fmt::print(stderr,
+               "cuswap-replay: error: --alloc-path pluggable calls cuswap's allocator functions: "
+               "give a policy other than none\n");
     return cli::kExitBadInput;
   }
   PolicyRun run;
@@ -67,7 +68,11 @@ int parent_main(const ReplayOptions& o) {
         "  \"iterations\": {},\n  \"iteration_ns\": {},\n  \"iteration_ns_each\": [{}],\n"
         "  \"virtual_time\": {},\n  \"infinite_memory_ns\": {},\n  \"lower_bound_ns\": {},\n"
         "  \"predicted_ns\": {},\n  \"h2d_bytes\": {},\n  \"d2h_bytes\": {},\n"
-        "  \"stall_ns\": {},\n  \"host_wait_ns\": {},\n"
+        "  \"stall_ns\": {},\n  \"host_wait_ns\": {},\n  \"vmm_calls\": {},\n  \"host_syncs\": "
+        "{},\n"
+        "  \"cuswap_vmm_calls\": {},\n  \"cuswap_host_waits\": {},\n"
+        "  \"alloc_path\": {},\n  \"host_op_us\": {},\n  \"workspaces_added\": {},\n"
+        "  \"scratch_tensors\": {},\n"
         "  \"integrity_errors\": {},\n  \"hazards\": {},\n  \"peak_device_bytes\": {},\n"
         "  \"prefetches_on_demand\": {},\n  \"cuswap_stats\": {},\n  \"device_memory_bytes\": {},\n"
         "  \"budget_bytes\": {},\n  \"workload_peak_bytes\": {},\n  \"link\": {},\n"
@@ -76,7 +81,10 @@ int parent_main(const ReplayOptions& o) {
         r.error.empty() ? "null" : cli::json_string(r.error), o.iterations, opt_json(ns), each,
         r.virtual_time ? "true" : "false", opt_json(inf_ns), bounds.problem_ns,
         opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.stall_ns, r.host_wait_ns,
-        r.integrity_errors, r.hazards, r.peak_device_bytes,
+        r.vmm_calls, r.host_syncs, r.cuswap_stats ? fmt::format("{}", r.cuswap_vmm_calls) : "null",
+        r.cuswap_stats ? fmt::format("{}", r.cuswap_host_waits) : "null",
+        cli::json_string(alloc_path_name(o.alloc_path)), o.host_op_us, p.workspaces_added,
+        scratch_tensors(p.loaded.workload), r.integrity_errors, r.hazards, r.peak_device_bytes,
         r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "null",
         r.cuswap_stats ? "true" : "false", p.device_memory_bytes, p.budget_bytes, p.peak_bytes,
         cli::json_string(p.loaded.request.link.name), p.loaded.request.time_scale, p.batch_scale,
@@ -89,6 +97,9 @@ int parent_main(const ReplayOptions& o) {
                cli::human_bytes(p.device_memory_bytes), cli::human_bytes(p.budget_bytes),
                p.loaded.request.link.name, o.policy, o.iterations,
                p.simcuda_dir.empty() ? "the system's driver" : "simcuda");
+    fmt::print("allocations: {} path, {} scratch allocations in the trace, {} workspaces added\n",
+               alloc_path_name(o.alloc_path), scratch_tensors(p.loaded.workload),
+               p.workspaces_added);
     if (r.completed)
       fmt::print("completed: iteration {} (steady-state median; each: {})\n",
                  ns ? cli::human_ns(*ns) : "-", each);
@@ -100,6 +111,11 @@ int parent_main(const ReplayOptions& o) {
     fmt::print("per iteration: {} to the device, {} to the host, {} prefetches on demand\n",
                cli::human_bytes(r.h2d_bytes), cli::human_bytes(r.d2h_bytes),
                r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "unknown");
+    fmt::print("host: {} VMM calls and {} waits for the device (1 is the iteration's end){}\n",
+               r.vmm_calls, r.host_syncs,
+               r.cuswap_stats ? fmt::format("; cuswap made {} VMM calls and {} host waits",
+                                            r.cuswap_vmm_calls, r.cuswap_host_waits)
+                              : "");
     fmt::print("integrity errors {}, hazards {}, peak device {}\n", r.integrity_errors, r.hazards,
                cli::human_bytes(r.peak_device_bytes));
   }
@@ -138,6 +154,27 @@ int main(int argc, char** argv) {
   app.add_flag("--real-driver", o.real_driver, "Use the system's libcuda.so.1 (a real GPU)");
   app.add_option("--cuswap-conf", o.extra_conf,
                  "More CUSWAP_CONF pairs for the runs with cuswap, e.g. stats:true,record:run.cst");
+  app.add_option("--simcuda-conf", o.simcuda_conf,
+                 "More SIMCUDA_CONF pairs for every run on simcuda, e.g. host_costs:false");
+  std::string alloc_path = "stream";
+  app.add_option("--alloc-path", alloc_path,
+                 "How buffers are allocated and freed: stream (cuMemAllocAsync, cuMemFreeAsync), "
+                 "sync (cuMemAlloc, cuMemFree) or pluggable (cuswap_torch_alloc/free, as PyTorch's "
+                 "pluggable allocator calls them)")
+      ->capture_default_str()
+      ->check([&o](const std::string& text) {
+        return parse_alloc_path(text, o.alloc_path)
+                   ? std::string()
+                   : "expected stream, sync or pluggable, got \"" + text + "\"";
+      });
+  app.add_option("--host-op-us", o.host_op_us,
+                 "Host time the framework spends on each op besides its driver calls, in us "
+                 "(PyTorch on an H200: about 10)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--workspaces", o.workspaces,
+               "Add a cuDNN-like workspace to every convolution, of a size that differs from one "
+               "to the next");
   app.add_flag_callback(
       "--stash", [&o] { o.host_vmm = false; },
       "simcuda without host-located virtual memory: cuswap evicts to its pinned host "

@@ -45,19 +45,26 @@ uint64_t charged_bytes(uint64_t size) {
 
 }  // namespace
 
-bool prepare(const ReplayOptions& o, double batch_scale, Prepared& p, std::string& error) {
+bool load_workload(const ReplayOptions& o, double batch_scale, cli::Loaded& loaded,
+                   uint32_t& workspaces_added, std::string& error) {
   cli::PolicyArgs args = o.policy_args;
   args.budget.clear();  // a percentage is of the scaled workload's peak: parsed below
-  if (!cli::load(o.trace, args, p.loaded, error)) return false;
+  if (!cli::load(o.trace, args, loaded, error)) return false;
   if (!(batch_scale > 0)) {
     error = fmt::format("--batch-scale: expected a number above 0, got {}", batch_scale);
     return false;
   }
-  p.batch_scale = batch_scale;
   if (batch_scale != 1.0) {
-    scale_batch(p.loaded.workload, batch_scale);
-    p.loaded.workload.index();
+    scale_batch(loaded.workload, batch_scale);
+    loaded.workload.index();
   }
+  workspaces_added = o.workspaces ? add_workspaces(loaded.workload) : 0;
+  return true;
+}
+
+bool prepare(const ReplayOptions& o, double batch_scale, Prepared& p, std::string& error) {
+  if (!load_workload(o, batch_scale, p.loaded, p.workspaces_added, error)) return false;
+  p.batch_scale = batch_scale;
   p.schedule = build_schedule(p.loaded.workload, p.loaded.request.time_scale);
   const std::vector<uint64_t> live = policy::live_bytes_per_op(p.loaded.workload);
   p.peak_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
@@ -91,6 +98,7 @@ bool prepare(const ReplayOptions& o, double batch_scale, Prepared& p, std::strin
   }
   p.host_vmm = o.host_vmm;
   p.extra_conf = o.extra_conf;
+  p.simcuda_conf = o.simcuda_conf;
   p.shim = locate(o.shim, "CUSWAP_REPLAY_SHIM", "hooks/libcuswap.so");
   return true;
 }
@@ -102,6 +110,7 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
   out.env.device_memory_bytes = p.device_memory_bytes;
   out.env.link = p.loaded.request.link;
   out.env.host_vmm = p.host_vmm;
+  out.env.simcuda_conf = p.simcuda_conf;
   if (policy == "none") return true;
   if (p.shim.empty() || !exists(p.shim)) {
     error = fmt::format("--policy {}: libcuswap.so not found{} (give --shim or CUSWAP_REPLAY_SHIM)",
@@ -180,6 +189,9 @@ std::vector<std::string> child_args(const ReplayOptions& o, double batch_scale) 
                                    "--device",      std::to_string(o.policy_args.device),
                                    "--iteration",   std::to_string(o.policy_args.iteration)};
   if (o.policy_args.partial) args.push_back("--partial");
+  args.insert(args.end(), {"--alloc-path", alloc_path_name(o.alloc_path), "--host-op-us",
+                           fmt::format("{}", o.host_op_us)});
+  if (o.workspaces) args.push_back("--workspaces");
   return args;
 }
 
@@ -195,11 +207,16 @@ RunResult run_infinite(const ReplayOptions& o, const Prepared& p) {
   env.simcuda_dir = p.simcuda_dir;
   env.link = p.loaded.request.link;
   env.host_vmm = p.host_vmm;
+  env.simcuda_conf = p.simcuda_conf;
   uint64_t all = 64 * kMiB;
   for (const policy::WorkTensor& t : p.loaded.workload.tensors)
     all += charged_bytes(t.size_bytes);
   env.device_memory_bytes = all;
-  return run_child(self_path(), child_args(o, p.batch_scale), env);
+  // Stock speed: the driver's stream-ordered pool (Note [Replay allocation
+  // paths]), whatever path the run it is compared with takes.
+  ReplayOptions stock = o;
+  stock.alloc_path = AllocPath::stream;
+  return run_child(self_path(), child_args(stock, p.batch_scale), env);
 }
 
 std::optional<int64_t> median_steady_ns(const RunResult& r) {

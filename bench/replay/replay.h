@@ -27,6 +27,10 @@ struct ReplayOptions {
   bool real_driver = false;  // the system's libcuda.so.1, not simcuda
   bool host_vmm = true;      // Note [Replay eviction mode]
   std::string extra_conf;    // added to CUSWAP_CONF (--cuswap-conf)
+  std::string simcuda_conf;  // added to SIMCUDA_CONF (--simcuda-conf)
+  AllocPath alloc_path = AllocPath::stream;  // Note [Replay allocation paths]
+  double host_op_us = 0;                     // Note [Replay host time]
+  bool workspaces = false;                   // Note [Replay workspaces]
   cli::PolicyArgs policy_args;  // --budget, --link, --time-scale, --device, --iteration
 };
 
@@ -40,8 +44,14 @@ struct Prepared {
   double batch_scale = 1.0;
   std::string shim, simcuda_dir;
   bool host_vmm = true;
-  std::string extra_conf;
+  std::string extra_conf, simcuda_conf;
+  uint32_t workspaces_added = 0;  // Note [Replay workspaces]
 };
+
+// Loads, scales and adds workspaces where asked: what the parent and the
+// child both do to a trace; false with one line in `error`.
+[[nodiscard]] bool load_workload(const ReplayOptions& o, double batch_scale, cli::Loaded& out,
+                                 uint32_t& workspaces_added, std::string& error);
 
 // Loads and scales; false with one line (naming the file or option) in `error`.
 [[nodiscard]] bool prepare(const ReplayOptions& o, double batch_scale, Prepared& out,

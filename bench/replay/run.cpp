@@ -48,6 +48,24 @@ uint64_t charged_bytes(uint64_t size) {
   return (size + unit - 1) / unit * unit;
 }
 
+// Note [Replay host time]: a framework's host thread spends time on every op
+// besides its driver calls (PyTorch's dispatcher and autograd: about 10 µs
+// an op on an H200), and that time decides how far the host runs ahead of
+// the device, so how much of an allocator's host cost a step hides. With
+// --host-op-us the replay spends it after each op's launches: on simcuda by
+// moving its thread's virtual clock on, on a GPU by spinning.
+void spend_host_time(const Driver& d, double us) {
+  if (us <= 0) return;
+  const auto ns = static_cast<uint64_t>(us * 1000.0 + 0.5);
+  if (d.simcuda_host_clock_ns && d.simcuda_host_clock_join) {
+    d.simcuda_host_clock_join(d.simcuda_host_clock_ns() + ns);
+    return;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 // A counter from cuswap_stats_json's object, 0 when absent.
 double stats_counter(const char* json, const char* key) {
   if (!json) return 0;
@@ -57,6 +75,17 @@ double stats_counter(const char* json, const char* key) {
   at = std::strchr(at + quoted.size(), ':');
   return at ? std::strtod(at + 1, nullptr) : 0;
 }
+
+// Counters read from cuswap_stats_json, each the sum of its keys.
+constexpr size_t kCounters = 5;
+constexpr const char* kCounterKeys[kCounters][7] = {
+    {"prefetches_on_demand"},
+    {"prefetches"},
+    {"evictions"},
+    {"vmm_creates", "vmm_releases", "vmm_maps", "vmm_unmaps", "vmm_set_access", "vmm_reserves",
+     "vmm_address_frees"},
+    {"host_waits"},
+};
 
 class Replay {
  public:
@@ -69,13 +98,17 @@ class Replay {
     r_.cuswap = d_.cuswap_iteration_begin != nullptr;
     r_.cuswap_stats = d_.cuswap_stats_json != nullptr;
     r_.virtual_time = d_.simulated();
+    if (o_.alloc_path == AllocPath::pluggable && !d_.cuswap_torch_alloc)
+      return fail("--alloc-path pluggable: cuswap_torch_alloc not found (it needs cuswap)");
     if (!start()) return;
     if (!setup()) return;
     simcuda_stats first{}, last{};
-    double first_counters[3] = {}, last_counters[3] = {};
+    double first_counters[kCounters] = {}, last_counters[kCounters] = {};
     const uint32_t from = steady_from(o_.iterations);
+    // Each iteration ends waiting for the device (a framework reads its loss
+    // there): that wait, and no other of the replay's own, is in host_syncs.
+    if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return;
     for (uint32_t it = 0; it < o_.iterations; ++it) {
-      if (!check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize")) return;
       simcuda_stats before = stats();
       const auto wall0 = std::chrono::steady_clock::now();
       pending_bytes_ = 0;
@@ -90,9 +123,11 @@ class Replay {
       r_.iteration_ns.push_back(
           d_.simulated() ? static_cast<int64_t>(after.virtual_ns - before.virtual_ns) : wall_ns);
       const char* json = d_.cuswap_stats_json ? d_.cuswap_stats_json() : nullptr;
-      last_counters[0] = stats_counter(json, "prefetches_on_demand");
-      last_counters[1] = stats_counter(json, "prefetches");
-      last_counters[2] = stats_counter(json, "evictions");
+      for (size_t c = 0; c < kCounters; ++c) {
+        last_counters[c] = 0;
+        for (const char* key : kCounterKeys[c])
+          if (key) last_counters[c] += stats_counter(json, key);
+      }
       // Note [Replay steady state iterations]
       if (it == 0 && from == 0) first = before;
       if (from > 0 && it + 1 == from) {
@@ -113,6 +148,10 @@ class Replay {
     r_.prefetches_on_demand = (last_counters[0] - first_counters[0]) / steady;
     r_.prefetches = (last_counters[1] - first_counters[1]) / steady;
     r_.evictions = (last_counters[2] - first_counters[2]) / steady;
+    r_.cuswap_vmm_calls = (last_counters[3] - first_counters[3]) / steady;
+    r_.cuswap_host_waits = (last_counters[4] - first_counters[4]) / steady;
+    r_.vmm_calls = static_cast<double>(last.vmm_calls - first.vmm_calls) / steady;
+    r_.host_syncs = static_cast<double>(last.host_syncs - first.host_syncs) / steady;
     r_.completed = r_.error.empty();
   }
 
@@ -200,7 +239,20 @@ class Replay {
       pending_bytes_ = 0;
     }
     CUdeviceptr p = 0;
-    const CUresult r = d_.cuMemAlloc(&p, size);
+    CUresult r = CUDA_SUCCESS;
+    switch (o_.alloc_path) {  // Note [Replay allocation paths]
+      case AllocPath::stream:
+        r = d_.cuMemAllocAsync(&p, size, stream_);
+        break;
+      case AllocPath::sync:
+        r = d_.cuMemAlloc(&p, size);
+        break;
+      case AllocPath::pluggable:
+        p = reinterpret_cast<CUdeviceptr>(
+            d_.cuswap_torch_alloc(static_cast<ssize_t>(size), o_.device, stream_));
+        r = p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;  // PyTorch sees a null as out of memory
+        break;
+    }
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       fail(fmt::format("out of memory {} allocating {} bytes", where, size));
       return false;
@@ -215,11 +267,22 @@ class Replay {
   }
 
   bool release(uint32_t t) {
-    if (!check(d_.cuMemFreeAsync(ptr_[t], stream_), "cuMemFreeAsync")) return false;
+    const uint64_t size = w_.tensors[t].size_bytes;
+    switch (o_.alloc_path) {  // Note [Replay allocation paths]
+      case AllocPath::stream:
+        if (!check(d_.cuMemFreeAsync(ptr_[t], stream_), "cuMemFreeAsync")) return false;
+        break;
+      case AllocPath::sync:
+        if (!check(d_.cuMemFree(ptr_[t]), "cuMemFree")) return false;
+        break;
+      case AllocPath::pluggable:
+        d_.cuswap_torch_free(reinterpret_cast<void*>(ptr_[t]), size, o_.device, stream_);
+        break;
+    }
     ptr_[t] = 0;
-    const uint64_t charged = charged_bytes(w_.tensors[t].size_bytes);
+    const uint64_t charged = charged_bytes(size);
     used_bytes_ -= charged;
-    pending_bytes_ += charged;
+    if (o_.alloc_path == AllocPath::stream) pending_bytes_ += charged;
     return true;
   }
 
@@ -287,6 +350,7 @@ class Replay {
           return false;
         }
       }
+      spend_host_time(d_, o_.host_op_us);
       for (uint32_t t : s_.frees[op])
         if (!release(t)) return false;
     }
@@ -322,6 +386,27 @@ class Replay {
 
 }  // namespace
 
+const char* alloc_path_name(AllocPath path) {
+  switch (path) {
+    case AllocPath::stream:
+      return "stream";
+    case AllocPath::sync:
+      return "sync";
+    case AllocPath::pluggable:
+      return "pluggable";
+  }
+  return "stream";
+}
+
+bool parse_alloc_path(const std::string& text, AllocPath& out) {
+  for (AllocPath path : {AllocPath::stream, AllocPath::sync, AllocPath::pluggable})
+    if (text == alloc_path_name(path)) {
+      out = path;
+      return true;
+    }
+  return false;
+}
+
 uint32_t steady_from(uint32_t iterations) {
   return iterations > 1 ? std::max<uint32_t>(1, iterations / 2) : 0;
 }
@@ -345,10 +430,11 @@ std::string format_result(const RunResult& r) {
       "completed {}\nvirtual_time {}\niteration_ns {}\nh2d_bytes {}\nd2h_bytes {}\n"
       "integrity_errors {}\nhazards {}\npeak_device_bytes {}\ncuswap {}\ncuswap_stats {}\n"
       "prefetches_on_demand {}\nprefetches {}\nevictions {}\nstall_ns {}\nhost_wait_ns {}\n"
-      "error {}\n",
+      "vmm_calls {}\nhost_syncs {}\ncuswap_vmm_calls {}\ncuswap_host_waits {}\nerror {}\n",
       r.completed ? 1 : 0, r.virtual_time ? 1 : 0, ns.empty() ? "-" : ns, r.h2d_bytes, r.d2h_bytes,
       r.integrity_errors, r.hazards, r.peak_device_bytes, r.cuswap ? 1 : 0, r.cuswap_stats ? 1 : 0,
-      r.prefetches_on_demand, r.prefetches, r.evictions, r.stall_ns, r.host_wait_ns, error);
+      r.prefetches_on_demand, r.prefetches, r.evictions, r.stall_ns, r.host_wait_ns, r.vmm_calls,
+      r.host_syncs, r.cuswap_vmm_calls, r.cuswap_host_waits, error);
 }
 
 bool parse_result(const std::string& text, RunResult& r) {
@@ -394,6 +480,14 @@ bool parse_result(const std::string& text, RunResult& r) {
       r.prefetches = std::strtod(value.c_str(), nullptr);
     else if (key == "evictions")
       r.evictions = std::strtod(value.c_str(), nullptr);
+    else if (key == "vmm_calls")
+      r.vmm_calls = std::strtod(value.c_str(), nullptr);
+    else if (key == "host_syncs")
+      r.host_syncs = std::strtod(value.c_str(), nullptr);
+    else if (key == "cuswap_vmm_calls")
+      r.cuswap_vmm_calls = std::strtod(value.c_str(), nullptr);
+    else if (key == "cuswap_host_waits")
+      r.cuswap_host_waits = std::strtod(value.c_str(), nullptr);
     else if (key == "error")
       r.error = value;
   }

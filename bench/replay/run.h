@@ -12,6 +12,24 @@
 
 namespace cuswap::bench {
 
+// Note [Replay allocation paths]: how the replay allocates and frees, as
+// the frameworks do.
+// - stream: cuMemAllocAsync and cuMemFreeAsync on the compute stream, as
+//   TensorFlow's cuda_malloc_async allocator does; with no cuswap it is the
+//   driver's stream-ordered pool, which like PyTorch's caching allocator
+//   keeps its memory and makes no VMM call in its steady state: the
+//   reference for stock speed.
+// - sync: cuMemAlloc, and cuMemFree after the op that last uses the buffer,
+//   with no wait of its own: PyTorch without its caching allocator
+//   (PYTORCH_NO_CUDA_MEMORY_CACHING=1, what `cuswap run` sets). With no
+//   cuswap every free waits for the device, as cudaFree does.
+// - pluggable: cuswap_torch_alloc(size, device, stream) and
+//   cuswap_torch_free(ptr, size, device, stream), as PyTorch's pluggable
+//   allocator calls them; needs cuswap.
+enum class AllocPath : uint8_t { stream, sync, pluggable };
+const char* alloc_path_name(AllocPath path);
+[[nodiscard]] bool parse_alloc_path(const std::string& text, AllocPath& out);
+
 struct RunResult {
   bool completed = false;
   std::string error;                      // "" when completed
@@ -28,6 +46,11 @@ struct RunResult {
   bool cuswap_stats = false;  // cuswap_stats_json found
   // Per steady-state iteration, from cuswap_stats_json.
   double prefetches_on_demand = 0, prefetches = 0, evictions = 0;
+  // Per steady-state iteration: simcuda's count of VMM calls and of calls
+  // that made the host wait for the device; cuswap's own count of its VMM
+  // calls and host waits (Note [Counted driver calls]), on any driver.
+  double vmm_calls = 0, host_syncs = 0;
+  double cuswap_vmm_calls = 0, cuswap_host_waits = 0;
 };
 
 // Note [Replay steady state iterations]
@@ -40,6 +63,10 @@ uint32_t steady_from(uint32_t iterations);
 struct RunOptions {
   uint32_t iterations = 6;
   int device = 0;
+  AllocPath alloc_path = AllocPath::stream;  // Note [Replay allocation paths]
+  // Host time the framework spends on each op besides its driver calls
+  // (Note [Replay host time]).
+  double host_op_us = 0;
 };
 
 RunResult run_replay(const policy::Workload& workload, const Schedule& schedule,

@@ -2,6 +2,7 @@
 #include "bench/replay/schedule.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -73,6 +74,59 @@ void add_launches(const policy::Workload& w, uint32_t op, int64_t duration_ns, S
 }
 
 }  // namespace
+
+uint32_t add_workspaces(policy::Workload& w) {
+  constexpr uint64_t kMinBytes = uint64_t{1} << 20;
+  uint32_t added = 0;
+  const auto n = static_cast<uint32_t>(w.ops.size());
+  for (uint32_t op = 0; op < n; ++op) {
+    const policy::WorkOp& o = w.ops[op];
+    std::string both = o.name + " " + o.type;
+    std::transform(both.begin(), both.end(), both.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (both.find("conv") == std::string::npos) continue;
+    uint64_t largest = 0;
+    for (uint32_t t : w.uses_at[op])
+      largest = std::max(largest, w.tensors[t].size_bytes);
+    // FNV-1a of the name and ordinal: the same layer, the same size.
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char ch : fmt::format("{}#{}", o.name, o.ordinal))
+      hash = (hash ^ ch) * 1099511628211ull;
+    const double fraction = 0.25 + 0.75 * static_cast<double>(hash % 1024) / 1023.0;
+    const uint64_t bytes =
+        std::max(kMinBytes, (static_cast<uint64_t>(static_cast<double>(largest) * fraction) + 511) /
+                                512 * 512);
+    policy::WorkTensor ws;
+    ws.trace_index = trace::kNoOp;
+    ws.name = o.name + "/workspace";
+    ws.size_bytes = bytes;
+    ws.alloc_op = op;
+    ws.free_op = op;
+    ws.uses = {op};
+    ws.producer = op;
+    w.tensors.push_back(std::move(ws));
+    ++added;
+  }
+  // Allocation ordinals follow the order of allocation: by op, the trace's
+  // order within one.
+  std::vector<uint32_t> allocated;
+  for (uint32_t t = 0; t < w.tensors.size(); ++t)
+    if (!w.tensors[t].resident_at_start()) allocated.push_back(t);
+  std::stable_sort(allocated.begin(), allocated.end(), [&](uint32_t a, uint32_t b) {
+    return w.tensors[a].alloc_op < w.tensors[b].alloc_op;
+  });
+  for (uint32_t i = 0; i < allocated.size(); ++i)
+    w.tensors[allocated[i]].ordinal = i;
+  w.index();
+  return added;
+}
+
+uint32_t scratch_tensors(const policy::Workload& w) {
+  uint32_t count = 0;
+  for (const policy::WorkTensor& t : w.tensors)
+    count += !t.resident_at_start() && t.alloc_op == t.free_op && t.size_bytes > 0 ? 1 : 0;
+  return count;
+}
 
 Schedule build_schedule(const policy::Workload& w, double time_scale) {
   const auto n = static_cast<uint32_t>(w.ops.size());

@@ -90,6 +90,23 @@ struct Schedule {
 // Builds the schedule; `time_scale` scales op durations as the simulator does.
 Schedule build_schedule(const policy::Workload& workload, double time_scale);
 
+// Note [Replay workspaces]: cuDNN asks for a workspace inside most
+// convolutions, allocated and freed around its kernels, and its size
+// follows the algorithm chosen for that layer, so one convolution's
+// workspace is rarely the size of the last one's: an allocator that caches
+// by size finds none to reuse. Traces that record such scratch memory
+// (PyTorch's [memory] events, memory snapshots) already have it as tensors
+// allocated and freed within one op; for those that do not, --workspaces
+// adds one to every op whose name or type says convolution ("conv", any
+// case): allocated after the op's outputs, used by it, freed after it.
+// Its size is between a quarter of and the op's largest tensor (at least
+// 1 MiB), set by a hash of the op's name and ordinal, so it is the same in
+// every iteration and differs from convolution to convolution. Returns how
+// many were added.
+uint32_t add_workspaces(policy::Workload& workload);
+// Tensors allocated and freed within one op, as the trace has them.
+uint32_t scratch_tensors(const policy::Workload& workload);
+
 // Note [Replay batch scaling]: one trace, a batch scale F: tensors that
 // live within the window (allocated and freed in it: activations) and op
 // durations scale by F; weights and carried state do not.

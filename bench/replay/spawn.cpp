@@ -31,10 +31,11 @@ void set_child_env(const ChildEnv& env) {
     const char* old = std::getenv("LD_LIBRARY_PATH");
     const std::string path = env.simcuda_dir + (old && *old ? ":" + std::string(old) : "");
     setenv("LD_LIBRARY_PATH", path.c_str(), 1);
-    const std::string conf = fmt::format(
+    std::string conf = fmt::format(
         "memory:{},h2d_gbps:{},d2h_gbps:{},copy_latency_us:{},host_vmm:{}", env.device_memory_bytes,
         env.link.bandwidth_bytes_per_s / 1e9, env.link.bandwidth_bytes_per_s / 1e9,
         static_cast<double>(env.link.latency_ns) / 1000.0, env.host_vmm ? "true" : "false");
+    if (!env.simcuda_conf.empty()) conf += "," + env.simcuda_conf;
     setenv("SIMCUDA_CONF", conf.c_str(), 1);
   }
   if (env.shim.empty()) {

@@ -27,8 +27,9 @@ struct ChildEnv {
   policy::Link link;
   // Note [Replay eviction mode]
   bool host_vmm = true;
-  std::string shim;         // "": no cuswap
-  std::string cuswap_conf;  // with shim
+  std::string simcuda_conf;  // more SIMCUDA_CONF pairs, last (so they win)
+  std::string shim;          // "": no cuswap
+  std::string cuswap_conf;   // with shim
 };
 
 // Runs `self` with `args` under `env`; the child's stderr passes through.

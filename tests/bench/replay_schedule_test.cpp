@@ -164,5 +164,47 @@ TEST(ReplaySchedule, BatchScalingLeavesWeightsAndCarriedStateAlone) {
   EXPECT_EQ(w.ops[0].duration_ns, 3000);
 }
 
+// Note [Replay workspaces]: a workspace per convolution, allocated after
+// its outputs and freed after it, of a size that differs from one
+// convolution to the next and not from one iteration to the next.
+TEST(ReplaySchedule, WorkspacesFollowConvolutions) {
+  policy::Workload w;
+  for (const char* name : {"conv1/Conv2D", "relu", "aten::cudnn_convolution", "Conv2DBackprop"}) {
+    policy::WorkOp op;
+    op.name = name;
+    op.duration_ns = 1000;
+    w.ops.push_back(op);
+  }
+  w.tensors = {
+      tensor("x", 64u << 20, kResidentAtStart, 4, {0}, 0),
+      tensor("y", 32u << 20, 0, 2, {0, 1, 2}, 0),
+      tensor("z", 8u << 20, 2, 4, {2, 3}, 1),
+  };
+  w.index();
+  policy::Workload again = w;
+  ASSERT_EQ(add_workspaces(w), 3u) << "every op named a convolution, any case";
+  ASSERT_EQ(add_workspaces(again), 3u);
+  EXPECT_EQ(scratch_tensors(w), 3u);
+  ASSERT_EQ(w.tensors.size(), 6u);
+  std::vector<uint64_t> sizes;
+  for (uint32_t t = 3; t < 6; ++t) {
+    const policy::WorkTensor& ws = w.tensors[t];
+    EXPECT_EQ(ws.alloc_op, ws.free_op) << ws.name;
+    EXPECT_EQ(ws.uses, std::vector<uint32_t>{ws.alloc_op}) << ws.name;
+    EXPECT_NE(ws.alloc_op, 1u) << "relu asks for none";
+    EXPECT_GE(ws.size_bytes, uint64_t{1} << 20);
+    EXPECT_EQ(ws.size_bytes, again.tensors[t].size_bytes) << "the same layer, the same size";
+    sizes.push_back(ws.size_bytes);
+  }
+  EXPECT_LE(w.tensors[3].size_bytes, 64u << 20) << "at most the op's largest tensor";
+  EXPECT_GE(w.tensors[3].size_bytes, 16u << 20) << "at least a quarter of it";
+  EXPECT_NE(sizes[0], sizes[1]);
+  // Allocated after the op's outputs: z before op 2's workspace.
+  const Schedule s = build_schedule(w, 1.0);
+  ASSERT_EQ(s.allocs[2].size(), 2u);
+  EXPECT_EQ(w.tensors[s.allocs[2][0]].name, "z");
+  EXPECT_EQ(s.frees[2].back(), 4u) << "op 2's workspace (tensor 4) is freed after it";
+}
+
 }  // namespace
 }  // namespace cuswap::bench

@@ -6,6 +6,7 @@ replay=$1 data=$2 case=$3
 lstm=$data/tf1/lstm-l1-t32-b2.step_stats.pb.gz
 seq2seq=$data/tf1/seq2seq-t100-b4.step_stats.pb.gz
 resnet=$data/tf2/resnet50-32px-b4.xplane.pb.gz
+snapshot=$data/gpu/torch-transformer-adamw.snapshot.json.gz
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
@@ -14,6 +15,9 @@ field() { grep -o "\"$1\": [^,]*" "$out" | head -1 | sed "s/\"$1\": //"; }
 expect_exit() { [ "$rc" -eq "$1" ] || fail "exit code $rc, expected $1"; }
 expect() { local v; v=$(field "$1"); [ "$v" = "$2" ] || fail "$1 is $v, expected $2"; }
 expect_positive() { local v; v=$(field "$1"); [ -n "$v" ] && [ "$v" != null ] && [ "$v" -gt 0 ] || fail "$1 is '$v', expected > 0"; }
+expect_above() { local v; v=$(field "$1"); awk -v v="$v" -v m="$2" 'BEGIN { exit !(v + 0 > m + 0) }' || fail "$1 is '$v', expected > $2"; }
+# A run that completed with every byte checked: integrity 0, hazards 0.
+expect_clean() { expect_exit 0; expect completed true; expect integrity_errors 0; expect hazards 0; }
 
 case $case in
   none_fits)
@@ -49,6 +53,38 @@ case $case in
     online=$(field prefetches_on_demand)
     awk -v o="$online" -v r="$reactive" 'BEGIN { exit !(o < r) }' ||
       fail "online fetched $online buffers on demand per iteration, reactive $reactive" ;;
+  alloc_sync)
+    # PyTorch without its caching allocator: cuMemAlloc and cuMemFree. With
+    # no cuswap every free waits for the device; under cuswap none does.
+    "$replay" "$seq2seq" --policy none --alloc-path sync --iterations 2 --json >"$out" 2>"$err"; rc=$?
+    expect_clean; expect alloc_path '"sync"'; expect_above host_syncs 10
+    "$replay" "$seq2seq" --policy reactive --alloc-path sync --batch-scale 4 --budget 90% \
+      --iterations 3 --json >"$out" 2>"$err"; rc=$?
+    expect_clean; expect_positive h2d_bytes; expect vmm_calls "$(field cuswap_vmm_calls)" ;;
+  alloc_pluggable)
+    "$replay" "$seq2seq" --policy online --alloc-path pluggable --batch-scale 4 --budget 90% \
+      --iterations 4 --json >"$out" 2>"$err"; rc=$?
+    expect_clean; expect alloc_path '"pluggable"'; expect_positive h2d_bytes ;;
+  pluggable_needs_cuswap)
+    "$replay" "$lstm" --policy none --alloc-path pluggable >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q -- "--alloc-path pluggable" "$err" || fail "the error does not name --alloc-path" ;;
+  bad_alloc_path)
+    "$replay" "$lstm" --alloc-path later >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q -- "--alloc-path.*later" "$err" || fail "the error does not name --alloc-path" ;;
+  workspaces)
+    # A cuDNN-like workspace per convolution, under a budget below the peak.
+    "$replay" "$resnet" --policy reactive --workspaces --budget 70% --iterations 3 --json \
+      >"$out" 2>"$err"; rc=$?
+    expect_clean; expect_positive workspaces_added ;;
+  snapshot)
+    # A PyTorch memory snapshot's allocation stream, below its peak.
+    for policy in none reactive online; do
+      budget=60%; [ $policy = none ] && budget=100%
+      "$replay" "$snapshot" --policy $policy --budget $budget --iterations 4 --json \
+        >"$out" 2>"$err"; rc=$?
+      expect_clean
+      [ $policy = none ] || expect_positive h2d_bytes
+    done ;;
   missing_trace)
     "$replay" "$data/no-such-trace.json" --json >"$out" 2>"$err"; rc=$?
     expect_exit 2; grep -q "no-such-trace.json" "$err" || fail "the error does not name the file" ;;
