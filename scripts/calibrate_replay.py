@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The replay's calibration against what an H200 showed (docs/replay.md,
+Calibration): PyTorch's ResNet-50 trace, op times scaled to an H200, under
+a budget equal to the workload's peak, at 1x and 2x the batch, both ways
+PyTorch allocates under cuswap (sync: `cuswap run`; pluggable: the
+pluggable allocator), reactive and online, against the stock run (`none`,
+the driver's stream-ordered pool). Prints one Markdown table.
+
+  scripts/calibrate_replay.py [--cuswap build/cli/cuswap] [--shim PATH] [--json]
+
+--shim picks the libcuswap.so to measure (for example one built at an
+earlier commit), so a before and an after can be set side by side.
+"""
+import argparse
+import json
+import subprocess
+import sys
+
+TRACE = "tests/data/gpu/torch-resnet50-v100.trace.json.gz"
+# The H200 trained ResNet-50 at batch 64 in 33.1 ms a step (1931 images/s,
+# docs/gpu-check.md); the V100 trace's step at batch 32 replays in 116 ms:
+# half the H200's step over the V100's.
+TIME_SCALE = 0.143
+# PyTorch's own host time per op besides its driver calls (Note [Replay
+# host time]).
+HOST_OP_US = 5
+LINK = "pcie5"
+
+
+def replay(cuswap, args):
+    cmd = [cuswap, "replay", TRACE, "--link", LINK, "--time-scale", str(TIME_SCALE),
+           "--host-op-us", str(HOST_OP_US), "--json"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        sys.exit(f"calibrate_replay: {' '.join(cmd)}: no JSON ({out.stderr.strip()[-300:]})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cuswap", default="build/cli/cuswap")
+    parser.add_argument("--shim", help="libcuswap.so to measure (default: the build's)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    o = parser.parse_args()
+    stock = replay(o.cuswap, ["--policy", "none"])
+    peak = stock["workload_peak_bytes"]
+    rows = []
+    for batch in (1, 2):
+        none_ns = replay(o.cuswap, ["--policy", "none", "--batch-scale", str(batch),
+                                    "--device-memory", "64GiB"])["iteration_ns"]
+        for path in ("sync", "pluggable"):
+            for policy in ("reactive", "online"):
+                args = ["--policy", policy, "--alloc-path", path, "--budget", str(peak),
+                        "--batch-scale", str(batch)]
+                if o.shim:
+                    args += ["--shim", o.shim]
+                r = replay(o.cuswap, args)
+                it = r["iteration_ns"]
+                rows.append({
+                    "batch_scale": batch, "alloc_path": path, "policy": policy,
+                    "completed": r["completed"], "iteration_ns": it, "none_ns": none_ns,
+                    "ratio_to_none": it / none_ns if it and none_ns else None,
+                    "lower_bound_ns": r["lower_bound_ns"],
+                    "ratio_to_bound": it / r["lower_bound_ns"] if it else None,
+                    "vmm_calls": r["vmm_calls"], "host_syncs": r["host_syncs"],
+                    "h2d_bytes": r["h2d_bytes"], "integrity_errors": r["integrity_errors"],
+                    "hazards": r["hazards"]})
+    if o.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"ResNet-50 (V100 trace) x{TIME_SCALE} time, {LINK}, host {HOST_OP_US} us/op, "
+          f"budget {peak / 2**20:.0f} MiB (the 1x peak)")
+    print()
+    print("| batch | path | policy | ms | x none | x bound | VMM calls | host syncs | "
+          "MB to device | integrity | hazards |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ms = f"{r['iteration_ns'] / 1e6:.1f}" if r["iteration_ns"] else "failed"
+        ratio = f"{r['ratio_to_none']:.2f}" if r["ratio_to_none"] else "-"
+        bound = f"{r['ratio_to_bound']:.2f}" if r["ratio_to_bound"] else "-"
+        print(f"| {r['batch_scale']}x | {r['alloc_path']} | {r['policy']} | {ms} | {ratio} | "
+              f"{bound} | {r['vmm_calls']:.0f} | {r['host_syncs']:.0f} | "
+              f"{r['h2d_bytes'] / 1e6:.0f} | {r['integrity_errors']} | {r['hazards']} |")
+
+
+if __name__ == "__main__":
+    main()
