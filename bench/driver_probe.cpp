@@ -1,8 +1,14 @@
 // cuswap-driver-probe: what the driver under cuswap costs on this machine
 // (docs/gpu-check.md). It measures pinned host<->device copy bandwidth, the
 // cost of each virtual-memory call cuswap makes when it moves a buffer
-// (cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease) at two
-// sizes, and whether cuMemUnmap waits for a kernel running on another stream.
+// (cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease,
+// cuMemAddressReserve, cuMemAddressFree) at two sizes, the map and
+// set-access costs of one range made of 1, 8 and 32 handles, the calls that
+// order work (cuEventRecord, cuEventQuery, cuStreamWaitEvent, synchronizes
+// on finished work), pinning host memory per MiB, and whether cuMemUnmap
+// waits for a kernel running on another stream. Its JSON carries the
+// SIMCUDA_CONF that would make simcuda charge what this driver charges
+// (tests/simcuda/README.md, Host time).
 //
 // Like the replay (bench/replay/driver.h) it dlopens libcuda.so.1 and links
 // no libcuda, so the same binary runs on a GPU and on simcuda
@@ -35,18 +41,24 @@ constexpr size_t kCopyBytes = 64 * kMiB;
 constexpr int kCopyRepeats = 10;
 constexpr int kVmmRepeats = 20;
 constexpr size_t kVmmSizes[] = {2 * kMiB, 64 * kMiB};
+constexpr int kRangeHandles[] = {1, 8, 32};
+constexpr int kOrderingRepeats = 100;
+constexpr int kPinRepeats = 5;
 constexpr uint64_t kSpinNs = 200'000'000;  // the kernel cuMemUnmap may wait for
 
 // X(name as cuda.h spells it); the symbol is what the name expands to
 // (cuMemAlloc -> cuMemAlloc_v2), the prototype the header's.
-#define PROBE_DRIVER(X)                                                                        \
-  X(cuInit) X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetName)         \
-  X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc)            \
-  X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoD) X(cuMemcpyDtoH)             \
-  X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)  \
-  X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuStreamCreate)               \
-  X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamDestroy) X(cuModuleLoadData)              \
-  X(cuModuleGetFunction) X(cuLaunchKernel)
+#define PROBE_DRIVER(X)                                                                            \
+  X(cuInit)                                                                                        \
+  X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetName)                        \
+      X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc)             \
+          X(cuMemFree) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoD) X(cuMemcpyDtoH)          \
+              X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) X(cuMemAddressFree)          \
+                  X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)       \
+                      X(cuStreamCreate) X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamDestroy) \
+                          X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel)             \
+                              X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)  \
+                                  X(cuEventSynchronize) X(cuStreamWaitEvent)
 
 #define PROBE_STR2(x) #x
 #define PROBE_STR(x) PROBE_STR2(x)
@@ -57,7 +69,10 @@ struct Driver {
 #undef PROBE_MEMBER
   decltype(&::simcuda_get_stats) simcuda_get_stats = nullptr;
   decltype(&::simcuda_register_kernel) simcuda_register_kernel = nullptr;
-  bool simulated() const { return simcuda_get_stats != nullptr; }
+  decltype(&::simcuda_host_clock_ns) simcuda_host_clock_ns = nullptr;
+  bool simulated() const {
+    return simcuda_get_stats != nullptr;
+  }
 };
 
 // A spin kernel: returns once %globaltimer has advanced by its argument (ns).
@@ -92,14 +107,33 @@ uint64_t sim_spin(void** params, simcuda_launch*) {
 struct VmmCost {
   size_t size_bytes = 0;
   double create_us = 0, map_us = 0, set_access_us = 0, unmap_us = 0, release_us = 0;
+  double reserve_us = 0, address_free_us = 0;
+};
+
+// One range of `handles` 2 MiB pages, each its own handle: every map is a
+// call, access is set and the range unmapped in one call each.
+struct RangeCost {
+  int handles = 0;
+  double map_all_us = 0, set_access_us = 0, unmap_us = 0;
+};
+
+// The calls that order work, on work already finished (medians, us).
+struct OrderingCost {
+  double event_record_us = 0, event_query_us = 0, stream_wait_us = 0;
+  double stream_sync_us = 0, event_sync_us = 0;
+};
+
+// Pinning host memory (cuMemHostAlloc) and letting it go, per MiB.
+struct PinCost {
+  double alloc_us_per_mib = 0, free_us_per_mib = 0;
 };
 
 struct UnmapWait {
   bool measured = false;
-  double spin_ms = 0;      // the kernel's intended duration
-  double unmap_us = 0;     // cuMemUnmap of an unrelated mapping while it ran
-  double release_us = 0;   // then cuMemRelease of that mapping's handle
-  bool busy_after = false; // the kernel's stream was still busy after both
+  double spin_ms = 0;       // the kernel's intended duration
+  double unmap_us = 0;      // cuMemUnmap of an unrelated mapping while it ran
+  double release_us = 0;    // then cuMemRelease of that mapping's handle
+  bool busy_after = false;  // the kernel's stream was still busy after both
 };
 
 struct Report {
@@ -107,6 +141,9 @@ struct Report {
   int driver_version = 0;
   double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;
   std::vector<VmmCost> vmm;
+  std::vector<RangeCost> ranges;
+  OrderingCost ordering;
+  PinCost pin;
   UnmapWait unmap;
 };
 
@@ -120,7 +157,9 @@ class Probe {
     if (!bandwidth()) return false;
     for (size_t size : kVmmSizes)
       if (!vmm_costs(size)) return false;
-    return unmap_wait();
+    for (int handles : kRangeHandles)
+      if (!range_cost(handles)) return false;
+    return ordering_costs() && pin_costs() && unmap_wait();
   }
 
  private:
@@ -138,6 +177,7 @@ class Probe {
 
   // The probe's clock: simcuda's virtual time, else the wall clock.
   uint64_t now_ns() const {
+    if (d_.simcuda_host_clock_ns) return d_.simcuda_host_clock_ns();
     if (d_.simcuda_get_stats) {
       simcuda_stats s{};
       d_.simcuda_get_stats(&s);
@@ -154,8 +194,8 @@ class Probe {
   bool open() {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!lib) return fail(std::string("cannot load libcuda.so.1: ") + dlerror());
-#define PROBE_RESOLVE(name)                                                                 \
-  d_.name = reinterpret_cast<decltype(d_.name)>(dlsym(lib, PROBE_STR(name)));               \
+#define PROBE_RESOLVE(name)                                                   \
+  d_.name = reinterpret_cast<decltype(d_.name)>(dlsym(lib, PROBE_STR(name))); \
   if (!d_.name) return fail("libcuda.so.1 has no " PROBE_STR(name));
     PROBE_DRIVER(PROBE_RESOLVE)
 #undef PROBE_RESOLVE
@@ -163,6 +203,8 @@ class Probe {
         reinterpret_cast<decltype(d_.simcuda_get_stats)>(dlsym(lib, "simcuda_get_stats"));
     d_.simcuda_register_kernel = reinterpret_cast<decltype(d_.simcuda_register_kernel)>(
         dlsym(lib, "simcuda_register_kernel"));
+    d_.simcuda_host_clock_ns =
+        reinterpret_cast<decltype(d_.simcuda_host_clock_ns)>(dlsym(lib, "simcuda_host_clock_ns"));
     if (d_.simulated()) {
       r_.driver = "simcuda";
       r_.clock = "virtual";
@@ -238,11 +280,24 @@ class Probe {
     const CUmemAllocationProp prop = device_prop();
     const CUmemAccessDesc access = read_write();
     size_t granularity = 0;
-    if (!check(d_.cuMemGetAllocationGranularity(&granularity, &prop,
-                                                CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-               "cuMemGetAllocationGranularity"))
+    if (!check(
+            d_.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            "cuMemGetAllocationGranularity"))
       return false;
     const size_t size = (size_bytes + granularity - 1) / granularity * granularity;
+    std::vector<double> reserve, address_free;
+    for (int i = -1; i < kVmmRepeats; ++i) {
+      CUdeviceptr range = 0;
+      const uint64_t t0 = now_ns();
+      if (!check(d_.cuMemAddressReserve(&range, size, 0, 0, 0), "cuMemAddressReserve"))
+        return false;
+      const uint64_t t1 = now_ns();
+      if (!check(d_.cuMemAddressFree(range, size), "cuMemAddressFree")) return false;
+      const uint64_t t2 = now_ns();
+      if (i < 0) continue;
+      reserve.push_back(static_cast<double>(t1 - t0) / 1e3);
+      address_free.push_back(static_cast<double>(t2 - t1) / 1e3);
+    }
     CUdeviceptr va = 0;
     if (!check(d_.cuMemAddressReserve(&va, size, 0, 0, 0), "cuMemAddressReserve")) return false;
     std::vector<double> create, map, set_access, unmap, release;
@@ -273,7 +328,100 @@ class Probe {
     ok = check(d_.cuMemAddressFree(va, size), "cuMemAddressFree") && ok;
     if (!ok) return false;
     r_.vmm.push_back({size_bytes, median(create), median(map), median(set_access), median(unmap),
-                      median(release)});
+                      median(release), median(reserve), median(address_free)});
+    return true;
+  }
+
+  // A range of `handles` pages, each its own 2 MiB handle, as an allocator
+  // that maps a buffer page by page builds it (median of kVmmRepeats).
+  bool range_cost(int handles) {
+    const CUmemAllocationProp prop = device_prop();
+    const CUmemAccessDesc access = read_write();
+    const size_t page = 2 * kMiB, size = page * static_cast<size_t>(handles);
+    CUdeviceptr va = 0;
+    if (!check(d_.cuMemAddressReserve(&va, size, 0, 0, 0), "cuMemAddressReserve")) return false;
+    std::vector<CUmemGenericAllocationHandle> pages(static_cast<size_t>(handles));
+    bool ok = true;
+    size_t made = 0;
+    for (; ok && made < pages.size(); ++made)
+      ok = check(d_.cuMemCreate(&pages[made], page, &prop, 0), "cuMemCreate");
+    if (!ok) --made;
+    std::vector<double> map_all, set_access, unmap;
+    for (int i = -1; ok && i < kVmmRepeats; ++i) {
+      const uint64_t t0 = now_ns();
+      for (size_t p = 0; ok && p < pages.size(); ++p)
+        ok = check(d_.cuMemMap(va + p * page, page, 0, pages[p], 0), "cuMemMap");
+      const uint64_t t1 = now_ns();
+      ok = ok && check(d_.cuMemSetAccess(va, size, &access, 1), "cuMemSetAccess");
+      const uint64_t t2 = now_ns();
+      ok = ok && check(d_.cuMemUnmap(va, size), "cuMemUnmap");
+      const uint64_t t3 = now_ns();
+      if (i < 0) continue;
+      map_all.push_back(static_cast<double>(t1 - t0) / 1e3);
+      set_access.push_back(static_cast<double>(t2 - t1) / 1e3);
+      unmap.push_back(static_cast<double>(t3 - t2) / 1e3);
+    }
+    for (size_t p = 0; p < made; ++p)
+      ok = check(d_.cuMemRelease(pages[p]), "cuMemRelease") && ok;
+    ok = check(d_.cuMemAddressFree(va, size), "cuMemAddressFree") && ok;
+    if (!ok) return false;
+    r_.ranges.push_back({handles, median(map_all), median(set_access), median(unmap)});
+    return true;
+  }
+
+  // Record, query, wait and synchronize, on a stream with nothing left to
+  // do: the calls' own cost (median of kOrderingRepeats).
+  bool ordering_costs() {
+    CUstream stream = nullptr;
+    CUevent event = nullptr;
+    if (!check(d_.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+        !check(d_.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+      return false;
+    std::vector<double> record, query, wait, stream_sync, event_sync;
+    bool ok = true;
+    for (int i = -1; ok && i < kOrderingRepeats; ++i) {
+      const uint64_t t0 = now_ns();
+      ok = check(d_.cuEventRecord(event, stream), "cuEventRecord");
+      const uint64_t t1 = now_ns();
+      ok = ok && check(d_.cuStreamSynchronize(stream), "cuStreamSynchronize");
+      const uint64_t t2 = now_ns();
+      ok = ok && check(d_.cuEventQuery(event), "cuEventQuery");
+      const uint64_t t3 = now_ns();
+      ok = ok && check(d_.cuEventSynchronize(event), "cuEventSynchronize");
+      const uint64_t t4 = now_ns();
+      ok = ok && check(d_.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+      const uint64_t t5 = now_ns();
+      ok = ok && check(d_.cuStreamSynchronize(stream), "cuStreamSynchronize");  // settles the wait
+      if (i < 0) continue;
+      record.push_back(static_cast<double>(t1 - t0) / 1e3);
+      stream_sync.push_back(static_cast<double>(t2 - t1) / 1e3);
+      query.push_back(static_cast<double>(t3 - t2) / 1e3);
+      event_sync.push_back(static_cast<double>(t4 - t3) / 1e3);
+      wait.push_back(static_cast<double>(t5 - t4) / 1e3);
+    }
+    ok = check(d_.cuEventDestroy(event), "cuEventDestroy") && ok;
+    ok = check(d_.cuStreamDestroy(stream), "cuStreamDestroy") && ok;
+    if (!ok) return false;
+    r_.ordering = {median(record), median(query), median(wait), median(stream_sync),
+                   median(event_sync)};
+    return true;
+  }
+
+  // cuMemHostAlloc and cuMemFreeHost of 64 MiB, first touch not included.
+  bool pin_costs() {
+    std::vector<double> alloc, release;
+    for (int i = 0; i < kPinRepeats; ++i) {
+      void* host = nullptr;
+      const uint64_t t0 = now_ns();
+      if (!check(d_.cuMemHostAlloc(&host, kCopyBytes, 0), "cuMemHostAlloc")) return false;
+      const uint64_t t1 = now_ns();
+      if (!check(d_.cuMemFreeHost(host), "cuMemFreeHost")) return false;
+      const uint64_t t2 = now_ns();
+      alloc.push_back(static_cast<double>(t1 - t0) / 1e3);
+      release.push_back(static_cast<double>(t2 - t1) / 1e3);
+    }
+    const double mib = static_cast<double>(kCopyBytes / kMiB);
+    r_.pin = {median(alloc) / mib, median(release) / mib};
     return true;
   }
 
@@ -288,8 +436,7 @@ class Probe {
         return false;
     }
     return check(d_.cuModuleLoadData(&module, kSpinPtx), "cuModuleLoadData (the spin kernel)") &&
-           check(d_.cuModuleGetFunction(&spin, module, "cuswap_probe_spin"),
-                 "cuModuleGetFunction");
+           check(d_.cuModuleGetFunction(&spin, module, "cuswap_probe_spin"), "cuModuleGetFunction");
   }
 
   bool launch_spin(CUfunction spin, CUstream stream, uint64_t duration_ns) {
@@ -305,14 +452,14 @@ class Probe {
     const CUmemAllocationProp prop = device_prop();
     const CUmemAccessDesc access = read_write();
     size_t granularity = 0;
-    if (!check(d_.cuMemGetAllocationGranularity(&granularity, &prop,
-                                                CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-               "cuMemGetAllocationGranularity"))
+    if (!check(
+            d_.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+            "cuMemGetAllocationGranularity"))
       return false;
     CUfunction spin = nullptr;
     CUstream stream = nullptr;
-    if (!load_spin(spin) || !check(d_.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
-                                   "cuStreamCreate"))
+    if (!load_spin(spin) ||
+        !check(d_.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
       return false;
     // A short launch first, so that loading the kernel is not in the timing.
     if (!launch_spin(spin, stream, 1'000'000) ||
@@ -359,6 +506,39 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+// The SIMCUDA_CONF that charges what this driver charged (Note [Host
+// costs] in tests/simcuda/host_costs.h): per-call costs from the 2 MiB
+// figures; for calls that grow with size, a cost per 2 MiB page from the
+// difference to the 64 MiB ones (31 pages more), and the rest per call.
+std::string simcuda_conf(const Report& r) {
+  if (r.vmm.size() < 2) return "";
+  const VmmCost& one = r.vmm[0];
+  const VmmCost& many = r.vmm[1];
+  const double extra_pages = static_cast<double>(many.size_bytes - one.size_bytes) / (2.0 * kMiB);
+  char out[1024];
+  auto fit = [&](double at_one, double at_many, double& call, double& page) {
+    page = std::max(0.0, (at_many - at_one) / extra_pages);
+    call = std::max(0.0, at_one - page);
+  };
+  double set_call, set_page, unmap_call, unmap_page, release_call, release_page;
+  fit(one.set_access_us, many.set_access_us, set_call, set_page);
+  fit(one.unmap_us, many.unmap_us, unmap_call, unmap_page);
+  fit(one.release_us, many.release_us, release_call, release_page);
+  std::snprintf(out, sizeof out,
+                "h2d_gbps:%.1f,d2h_gbps:%.1f,mem_create_us:%.2f,mem_map_us:%.2f,"
+                "mem_set_access_us:%.2f,mem_set_access_page_us:%.3f,mem_unmap_us:%.2f,"
+                "mem_unmap_page_us:%.3f,mem_release_us:%.2f,mem_release_page_us:%.3f,"
+                "address_reserve_us:%.2f,address_free_us:%.2f,event_record_us:%.2f,"
+                "query_cost_us:%.2f,stream_wait_us:%.2f,sync_us:%.2f,host_alloc_page_us:%.1f,"
+                "host_free_page_us:%.1f",
+                r.h2d_bytes_per_s / 1e9, r.d2h_bytes_per_s / 1e9, one.create_us, one.map_us,
+                set_call, set_page, unmap_call, unmap_page, release_call, release_page,
+                one.reserve_us, one.address_free_us, r.ordering.event_record_us,
+                r.ordering.event_query_us, r.ordering.stream_wait_us, r.ordering.stream_sync_us,
+                2 * r.pin.alloc_us_per_mib, 2 * r.pin.free_us_per_mib);
+  return out;
+}
+
 // "yes", "no" or "unclear" (the call returned late but the kernel had
 // finished, or early with the stream idle: neither proves anything).
 const char* unmap_verdict(const UnmapWait& u) {
@@ -371,45 +551,86 @@ void print_text(const Report& r) {
               r.driver == "simcuda" ? "simcuda" : "libcuda.so.1", r.driver_version,
               r.device.empty() ? "-" : r.device.c_str(), r.clock.c_str());
   if (r.h2d_bytes_per_s > 0)
-    std::printf("pinned copies, 64 MiB (median of %d): host->device %.1f GB/s, "
-                "device->host %.1f GB/s\n",
-                kCopyRepeats, r.h2d_bytes_per_s / 1e9, r.d2h_bytes_per_s / 1e9);
+    std::printf(
+        "pinned copies, 64 MiB (median of %d): host->device %.1f GB/s, "
+        "device->host %.1f GB/s\n",
+        kCopyRepeats, r.h2d_bytes_per_s / 1e9, r.d2h_bytes_per_s / 1e9);
   for (const VmmCost& v : r.vmm)
-    std::printf("VMM at %zu MiB (median of %d, us): cuMemCreate %.1f, cuMemMap %.1f, "
-                "cuMemSetAccess %.1f, cuMemUnmap %.1f, cuMemRelease %.1f\n",
-                v.size_bytes / kMiB, kVmmRepeats, v.create_us, v.map_us, v.set_access_us,
-                v.unmap_us, v.release_us);
+    std::printf(
+        "VMM at %zu MiB (median of %d, us): cuMemCreate %.1f, cuMemMap %.1f, "
+        "cuMemSetAccess %.1f, cuMemUnmap %.1f, cuMemRelease %.1f, "
+        "cuMemAddressReserve %.1f, cuMemAddressFree %.1f\n",
+        v.size_bytes / kMiB, kVmmRepeats, v.create_us, v.map_us, v.set_access_us, v.unmap_us,
+        v.release_us, v.reserve_us, v.address_free_us);
+  for (const RangeCost& g : r.ranges)
+    std::printf(
+        "a range of %d 2 MiB handles (us): %d maps %.1f, one cuMemSetAccess %.1f, one "
+        "cuMemUnmap %.1f\n",
+        g.handles, g.handles, g.map_all_us, g.set_access_us, g.unmap_us);
+  const OrderingCost& o = r.ordering;
+  std::printf(
+      "on finished work (median of %d, us): cuEventRecord %.2f, cuEventQuery %.2f, "
+      "cuStreamWaitEvent %.2f, cuStreamSynchronize %.2f, cuEventSynchronize %.2f\n",
+      kOrderingRepeats, o.event_record_us, o.event_query_us, o.stream_wait_us, o.stream_sync_us,
+      o.event_sync_us);
+  std::printf("pinning host memory, 64 MiB (median of %d): %.1f us/MiB, unpinning %.1f us/MiB\n",
+              kPinRepeats, r.pin.alloc_us_per_mib, r.pin.free_us_per_mib);
+  if (const std::string conf = simcuda_conf(r); !conf.empty())
+    std::printf("as SIMCUDA_CONF: %s\n", conf.c_str());
   if (r.unmap.measured)
-    std::printf("cuMemUnmap waits for a kernel on another stream: %s (unmap %.1f us, release "
-                "%.1f us, during a %.0f ms kernel; stream %s afterwards; wall clock)\n",
-                unmap_verdict(r.unmap), r.unmap.unmap_us, r.unmap.release_us, r.unmap.spin_ms,
-                r.unmap.busy_after ? "still busy" : "idle");
+    std::printf(
+        "cuMemUnmap waits for a kernel on another stream: %s (unmap %.1f us, release "
+        "%.1f us, during a %.0f ms kernel; stream %s afterwards; wall clock)\n",
+        unmap_verdict(r.unmap), r.unmap.unmap_us, r.unmap.release_us, r.unmap.spin_ms,
+        r.unmap.busy_after ? "still busy" : "idle");
   if (!r.error.empty()) std::printf("error: %s\n", r.error.c_str());
 }
 
 void print_json(const Report& r) {
-  std::printf("{\n  \"driver\": %s,\n  \"driver_version\": %d,\n  \"device\": %s,\n"
-              "  \"clock\": %s,\n  \"copy_bytes\": %zu,\n  \"h2d_bytes_per_s\": %.0f,\n"
-              "  \"d2h_bytes_per_s\": %.0f,\n  \"vmm\": [",
-              json_string(r.driver).c_str(), r.driver_version, json_string(r.device).c_str(),
-              json_string(r.clock).c_str(), kCopyBytes, r.h2d_bytes_per_s, r.d2h_bytes_per_s);
+  std::printf(
+      "{\n  \"driver\": %s,\n  \"driver_version\": %d,\n  \"device\": %s,\n"
+      "  \"clock\": %s,\n  \"copy_bytes\": %zu,\n  \"h2d_bytes_per_s\": %.0f,\n"
+      "  \"d2h_bytes_per_s\": %.0f,\n  \"vmm\": [",
+      json_string(r.driver).c_str(), r.driver_version, json_string(r.device).c_str(),
+      json_string(r.clock).c_str(), kCopyBytes, r.h2d_bytes_per_s, r.d2h_bytes_per_s);
   for (size_t i = 0; i < r.vmm.size(); ++i) {
     const VmmCost& v = r.vmm[i];
-    std::printf("%s\n    {\"size_bytes\": %zu, \"cuMemCreate_us\": %.2f, \"cuMemMap_us\": %.2f, "
-                "\"cuMemSetAccess_us\": %.2f, \"cuMemUnmap_us\": %.2f, \"cuMemRelease_us\": %.2f}",
-                i ? "," : "", v.size_bytes, v.create_us, v.map_us, v.set_access_us, v.unmap_us,
-                v.release_us);
+    std::printf(
+        "%s\n    {\"size_bytes\": %zu, \"cuMemCreate_us\": %.2f, \"cuMemMap_us\": %.2f, "
+        "\"cuMemSetAccess_us\": %.2f, \"cuMemUnmap_us\": %.2f, \"cuMemRelease_us\": %.2f, "
+        "\"cuMemAddressReserve_us\": %.2f, \"cuMemAddressFree_us\": %.2f}",
+        i ? "," : "", v.size_bytes, v.create_us, v.map_us, v.set_access_us, v.unmap_us,
+        v.release_us, v.reserve_us, v.address_free_us);
   }
-  std::printf("%s],\n", r.vmm.empty() ? "" : "\n  ");
+  std::printf("%s],\n  \"ranges\": [", r.vmm.empty() ? "" : "\n  ");
+  for (size_t i = 0; i < r.ranges.size(); ++i) {
+    const RangeCost& g = r.ranges[i];
+    std::printf(
+        "%s\n    {\"handles\": %d, \"cuMemMap_all_us\": %.2f, \"cuMemSetAccess_us\": %.2f, "
+        "\"cuMemUnmap_us\": %.2f}",
+        i ? "," : "", g.handles, g.map_all_us, g.set_access_us, g.unmap_us);
+  }
+  const OrderingCost& o = r.ordering;
+  std::printf(
+      "%s],\n  \"ordering_us\": {\"cuEventRecord\": %.2f, \"cuEventQuery\": %.2f, "
+      "\"cuStreamWaitEvent\": %.2f, \"cuStreamSynchronize\": %.2f, "
+      "\"cuEventSynchronize\": %.2f},\n",
+      r.ranges.empty() ? "" : "\n  ", o.event_record_us, o.event_query_us, o.stream_wait_us,
+      o.stream_sync_us, o.event_sync_us);
+  std::printf("  \"pin_us_per_mib\": %.2f,\n  \"unpin_us_per_mib\": %.2f,\n",
+              r.pin.alloc_us_per_mib, r.pin.free_us_per_mib);
+  const std::string conf = simcuda_conf(r);
+  std::printf("  \"simcuda_conf\": %s,\n", conf.empty() ? "null" : json_string(conf).c_str());
   if (r.unmap.measured)
-    std::printf("  \"unmap_waits\": %s,\n  \"unmap_during_kernel_us\": %.1f,\n"
-                "  \"release_during_kernel_us\": %.1f,\n  \"kernel_ms\": %.0f,\n"
-                "  \"stream_busy_after_unmap\": %s,\n",
-                std::strcmp(unmap_verdict(r.unmap), "unclear") == 0
-                    ? "null"
-                    : (std::strcmp(unmap_verdict(r.unmap), "yes") == 0 ? "true" : "false"),
-                r.unmap.unmap_us, r.unmap.release_us, r.unmap.spin_ms,
-                r.unmap.busy_after ? "true" : "false");
+    std::printf(
+        "  \"unmap_waits\": %s,\n  \"unmap_during_kernel_us\": %.1f,\n"
+        "  \"release_during_kernel_us\": %.1f,\n  \"kernel_ms\": %.0f,\n"
+        "  \"stream_busy_after_unmap\": %s,\n",
+        std::strcmp(unmap_verdict(r.unmap), "unclear") == 0
+            ? "null"
+            : (std::strcmp(unmap_verdict(r.unmap), "yes") == 0 ? "true" : "false"),
+        r.unmap.unmap_us, r.unmap.release_us, r.unmap.spin_ms,
+        r.unmap.busy_after ? "true" : "false");
   else
     std::printf("  \"unmap_waits\": null,\n");
   std::printf("  \"error\": %s\n}\n", r.error.empty() ? "null" : json_string(r.error).c_str());
@@ -423,9 +644,10 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf("usage: cuswap-driver-probe [--json]\n"
-                  "Measures copy bandwidth, VMM call costs and whether cuMemUnmap waits, on the\n"
-                  "libcuda.so.1 that LD_LIBRARY_PATH finds (docs/gpu-check.md).\n");
+      std::printf(
+          "usage: cuswap-driver-probe [--json]\n"
+          "Measures copy bandwidth, VMM call costs and whether cuMemUnmap waits, on the\n"
+          "libcuda.so.1 that LD_LIBRARY_PATH finds (docs/gpu-check.md).\n");
       return 0;
     } else {
       std::fprintf(stderr, "cuswap-driver-probe: error: unknown option \"%s\" (try --help)\n",

@@ -40,14 +40,28 @@ def print_probe(out_dir):
         print(f"  pinned copies of 64 MiB, median of 10: host->device "
               f"{p['h2d_bytes_per_s'] / 1e9:.1f} GB/s, device->host "
               f"{p['d2h_bytes_per_s'] / 1e9:.1f} GB/s")
-    calls = ["cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemRelease"]
+    calls = ["cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemRelease",
+             "cuMemAddressReserve", "cuMemAddressFree"]
     if p["vmm"]:
-        print("  VMM call, median of 20 (us)  " + "".join(f"{c:>16}" for c in calls))
+        print("  VMM call, median of 20 (us)  " + "".join(f"{c:>20}" for c in calls))
         for v in p["vmm"]:
             label = f"{v['size_bytes'] >> 20} MiB"
-            print(f"  {label:<29}" + "".join(f"{v[c + '_us']:>16.1f}" for c in calls))
+            print(f"  {label:<29}" + "".join(f"{v.get(c + '_us', 0):>20.1f}" for c in calls))
         if p["clock"] == "virtual":
-            print("  (simcuda's virtual clock charges nothing for VMM calls)")
+            print("  (simcuda's virtual clock: these are its configured costs)")
+    for g in p.get("ranges", []):
+        print(f"  a range of {g['handles']} 2 MiB handles: {g['handles']} maps "
+              f"{g['cuMemMap_all_us']:.1f} us, one cuMemSetAccess {g['cuMemSetAccess_us']:.1f} us, "
+              f"one cuMemUnmap {g['cuMemUnmap_us']:.1f} us")
+    if "ordering_us" in p:
+        o = p["ordering_us"]
+        print("  on finished work (us): " +
+              ", ".join(f"{name} {value:.2f}" for name, value in o.items()))
+    if "pin_us_per_mib" in p:
+        print(f"  pinning host memory: {p['pin_us_per_mib']:.1f} us/MiB, unpinning "
+              f"{p['unpin_us_per_mib']:.1f} us/MiB")
+    if p.get("simcuda_conf"):
+        print(f"  as SIMCUDA_CONF (simcuda's defaults are updated from it): {p['simcuda_conf']}")
     waits = p.get("unmap_waits")
     if "unmap_during_kernel_us" in p:
         verdict = {True: "yes", False: "no", None: "unclear"}[waits]
