@@ -241,12 +241,13 @@ void MappedRange::undo() noexcept {
 // budget sends here. False when there is none (or it cannot be unmapped).
 bool Allocator::reclaim_cached(Device& dev) noexcept {
   while (!dev.free_ranges.empty()) {
-    auto pick = std::find_if(dev.free_ranges.begin(), dev.free_ranges.end(),
-                             [](FreeRange& r) { return r.after.done() && r.pending.done(); });
+    auto pick = std::find_if(dev.free_ranges.begin(), dev.free_ranges.end(), [&](FreeRange& r) {
+      return point_done(dev, r.after, /*ask=*/true) && r.pending.done();
+    });
     if (pick == dev.free_ranges.end()) pick = dev.free_ranges.begin();
     FreeRange range = std::move(*pick);
     dev.free_ranges.erase(pick);
-    range.after.synchronize();
+    synchronize_point(dev, range.after);
     range.pending.synchronize();
     range.after.reset();
     range.pending.reset();

@@ -39,14 +39,20 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed,
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (candidates.empty()) return CUDA_ERROR_OUT_OF_MEMORY;
-  // Completed last uses first, then least recently used.
-  for (Block* block : candidates)
-    (void)block->last_use.done();
-  std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) {
-    const bool a_idle = !a->last_use, b_idle = !b->last_use;
-    if (a_idle != b_idle) return a_idle;
-    return a->last_tick < b->last_tick;
+  // Last uses known to be done first, then least recently used.
+  std::vector<std::pair<bool, Block*>> order;
+  try {
+    for (Block* block : candidates)
+      order.emplace_back(!point_done(dev, block->last_use, /*ask=*/false), block);
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return !a.first;
+    return a.second->last_tick < b.second->last_tick;
   });
+  for (size_t i = 0; i < order.size(); ++i)
+    candidates[i] = order[i].second;
   size_t chosen = 0;
   uint64_t freed = 0;
   while (chosen < candidates.size() && freed < bytes_needed)
@@ -169,6 +175,7 @@ bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
   // stays unmapped until the next use brings them back.
   if (block.host.handle) block.range_on_host = map_host_copy(dev, block);
   block.last_use.reset();
+  block.before.reset();
   for (EventRef& wait : block.waits.events)
     wait.reset();
   block.evict_copy.reset();
@@ -210,7 +217,9 @@ CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
 // Queues `block`'s copy to its host copy on the eviction stream, after its
 // last use and whatever it waits for.
 CUresult Allocator::queue_copy_out(Device& dev, Block& block) noexcept {
-  for (const EventRef* event : {&block.last_use, &block.waits.events[0], &block.waits.events[1]}) {
+  for (const UsePoint* point : {&block.last_use, &block.before})
+    if (CUresult r = order_after(dev, *point, dev.evict_stream); r != CUDA_SUCCESS) return r;
+  for (const EventRef* event : {&block.waits.events[0], &block.waits.events[1]}) {
     if (event->known_done()) continue;
     if (CUresult r = calls_.cuStreamWaitEvent(dev.evict_stream, event->event()); r != CUDA_SUCCESS)
       return r;
@@ -292,7 +301,7 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   }
   if (block.range_on_host) {
     // Unseen kernels may have used the host mapping; seen ones are waited for.
-    block.last_use.synchronize();
+    synchronize_point(dev, block.last_use);
     if ((r = calls_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
       give_donated(dev, pages, donor);
       return r;

@@ -106,7 +106,6 @@ void check_residency(Findings& f, const Device& dev, const Block& block, const s
 
 void check_block(Findings& f, const Device& dev, const Block& block) {
   const std::string name = fmt::format("buffer {:#x} ({} bytes)", block.base, block.size_bytes);
-  f.hold(block.last_use);
   f.hold(block.waits.events[0]);
   f.hold(block.waits.events[1]);
   f.hold(block.evict_copy);
@@ -135,17 +134,16 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
   }
   for (const Allocator::FreeRange& range : dev.free_ranges) {
     pages += range.pages.size();
-    f.hold(range.after);
     f.hold(range.pending);
   }
+  for (const StreamUses& uses : dev.streams)
+    f.hold(uses.cover);
   uint64_t slab_bytes = 0;
   for (const auto& [base, bytes] : dev.slabs)
     slab_bytes += bytes;
   for (const auto& slots : dev.small_free)
-    for (const SmallFree& slot : slots) {
-      f.hold(slot.after);
+    for (const SmallFree& slot : slots)
       f.hold(slot.pending);
-    }
   for (const HostRelease& release : dev.host_releases) {
     f.hold(release.after);
     f.host_bytes += release.stash_bytes + (release.host.handle ? release.host.size_bytes : 0);

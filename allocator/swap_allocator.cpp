@@ -130,9 +130,10 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
   if (pick != ranges.end()) {
     block->base = pick->base;
     block->pages = std::move(pick->pages);
-    const bool same_stream = ordered && pick->stream_ordered && pick->stream == stream;
-    if (!same_stream) block->waits.events[0] = std::move(pick->after);
-    block->waits.events[1] = std::move(pick->pending);
+    // Its first use waits for the previous owner's work on other streams
+    // (Note [Stream-ordered reuse]).
+    block->before = pick->after;
+    block->waits.events[0] = std::move(pick->pending);
     ranges.erase(pick);
     ++stats_.reused_ranges;
     ++stats_.allocations_large;
@@ -251,9 +252,8 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
   block->range_bytes = class_bytes;
   block->device = dev.ordinal;
   block->small = true;
-  if (!(ordered && slot.stream_ordered && slot.stream == stream))
-    block->waits.events[0] = std::move(slot.after);
-  block->waits.events[1] = std::move(slot.pending);
+  block->before = slot.after;
+  block->waits.events[0] = std::move(slot.pending);
   ++stats_.allocations_small;
   out = block.release();
   return CUDA_SUCCESS;
@@ -280,19 +280,13 @@ CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) n
 // frees a tensor as soon as the host lets go of it, while kernels that read
 // it are still queued. Some of those may be uses the allocator never saw (a
 // library's kernel that reaches the buffer through pointers in device
-// memory), so the buffer's last seen use is not enough: taken with only that
-// event, its range was unmapped under a queued kernel, which faulted (seen on
-// an H200, PyTorch's ResNet-50 under `cuswap run`). Without making the host
-// wait, the free records an event on the legacy default stream, which the
-// driver orders after all work queued before it on blocking streams, with
-// the last seen use (perhaps on a non-blocking stream) made to come first;
-// the range's next owner waits for that event.
-EventRef Allocator::after_synchronous_free(Device& dev, Block& block) noexcept {
-  if (block.last_use && !block.last_use.done() &&
-      calls_.cuStreamWaitEvent(CU_STREAM_LEGACY, block.last_use.event()) != CUDA_SUCCESS)
-    return {};
-  return record_event(dev, CU_STREAM_LEGACY);
-}
+// memory), so the buffer's last seen use is not enough: taken with only
+// that, its range was unmapped under a queued kernel, which faulted (seen
+// on an H200, PyTorch's ResNet-50 under `cuswap run`). Without making the
+// host wait, the freed memory keeps the point of every stream's work queued
+// before the free (Note [Lazy use events]): a next owner whose first use is
+// on another stream waits, on the device, for the work of every stream but
+// its own, and the range is unmapped only once all of it is done.
 
 // Gives a buffer's memory back for reuse (Note [Stream-ordered reuse]).
 void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexcept {
@@ -302,17 +296,24 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   // The copy of a planned eviction still reads the range: the next owner
   // waits for it (Note [Planned moves]).
   if (block->evict_copy) cancel_eviction(dev, *block, nullptr);
-  // What the next owner must wait for: the free's place in its stream, or
-  // for a synchronous free the device's work queued before it (Note [A
-  // synchronous free]); at the least the last use this allocator saw.
-  EventRef after;
-  if (scope.status() == CUDA_SUCCESS)
-    after = ordered ? record_event(dev, stream) : after_synchronous_free(dev, *block);
-  if (!after) after = std::move(block->last_use);
+  // What the next owner must wait for: its uses, a previous owner's it
+  // never used, and the free's place in its stream, or for a synchronous
+  // free every stream's work queued before it (Note [A synchronous free]).
+  UsePoint after = block->last_use;
+  after.merge(block->before);
+  if (!ordered) {
+    after.merge(UsePoint::every_stream(use_seq_));
+  } else if (stream_uses(dev, stream)) {
+    after.add(stream, use_seq_);
+  } else {
+    synchronize_point(dev, after);  // the free's stream cannot be named: wait now
+    after.reset();
+  }
   block->last_use.reset();
-  // Waits the buffer still owes (a prefetch copy, a previous owner's use)
-  // pass on to the next owner; a second one is waited for here (rare: two
-  // unfinished waits on a buffer freed before any use).
+  block->before.reset();
+  // Copies the buffer still owes (a prefetch copy, an eviction's) pass on
+  // to the next owner; a second one is waited for here (rare: two
+  // unfinished copies on a buffer freed before any use).
   EventRef pending;
   for (EventRef& wait : block->waits.events) {
     if (wait.done()) continue;
@@ -336,7 +337,7 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     // Its bytes are dead: the host copy goes back, the range goes away.
     if (block->range_on_host) {
       // Kernels may still use it in place (Note [Buffers bigger than the budget]).
-      after.synchronize();
+      synchronize_point(dev, after);
       (void)calls_.cuMemUnmap(block->base, block->range_bytes);
     }
     give_host_copy_back(dev, block->stash, block->size_bytes, block->host);
@@ -347,7 +348,7 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     dev.free_ranges.reserve(dev.free_ranges.size() + 1);
   } catch (...) {
     // Cannot keep it cached: wait for it and let it go now.
-    after.synchronize();
+    synchronize_point(dev, after);
     pending.synchronize();
     if (calls_.cuMemUnmap(block->base, block->range_bytes) != CUDA_SUCCESS) {
       dev.lost_device_bytes += block->pages.size() * dev.granularity;
@@ -438,6 +439,14 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
   }
   for (Block* block : keep) {
     block->last_tick = ++tick_;
+    if (!block->before.empty()) {
+      // The first use of reused memory: after its previous owner's work.
+      if (CUresult r =
+              order_after(*devices_[static_cast<size_t>(block->device)], block->before, stream);
+          r != CUDA_SUCCESS)
+        return r;
+      block->before.reset();
+    }
     if (use.escapes) mark_escaped(*block);
     if (block->evict_copy)
       cancel_eviction(*devices_[static_cast<size_t>(block->device)], *block, stream);
@@ -469,25 +478,33 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
 void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) noexcept {
   std::lock_guard lock(mu_);
   if (blocks_.empty() && active_uses_ == 0) return;
-  EventRef event;
-  bool recorded = result != CUDA_SUCCESS;  // nothing to record for a failed call
+  // The use is queued: it is counted, and its stream's entry and its
+  // buffers know it (Note [Lazy use events]). Nothing is recorded.
+  bool counted = false;
+  Device* dev = nullptr;
+  if (result == CUDA_SUCCESS) {
+    ++use_seq_;
+    int ordinal = 0;
+    if (current_device(ordinal) == CUDA_SUCCESS && device(ordinal, dev) == CUDA_SUCCESS) {
+      if (StreamUses* uses = stream_uses(*dev, stream)) {
+        uses->last_seq = use_seq_;
+        counted = true;
+      }
+    }
+    // A use no point can name is waited for, so that older points hold.
+    if (!counted) (void)calls_.cuStreamSynchronize(stream);
+  }
   for (size_t i = 0; i < use.bases.size(); ++i) {
     auto it = blocks_.find(use.bases[i]);
     if (it == blocks_.end()) continue;
     Block* block = it->second;
     if (block->pins > 0) --block->pins;
-    if (result != CUDA_SUCCESS) continue;
-    if (!recorded) {
-      recorded = true;
-      int ordinal = 0;
-      Device* dev = nullptr;
-      if (current_device(ordinal) == CUDA_SUCCESS && device(ordinal, dev) == CUDA_SUCCESS)
-        event = record_event(*dev, stream);
-      // Without an event the use cannot be ordered against: wait for it,
-      // so the buffers' older last uses stay true.
-      if (!event) (void)calls_.cuStreamSynchronize(stream);
-    }
-    if (event) block->last_use = event;
+    if (!counted) continue;
+    block->last_use.add(stream, use_seq_);
+    // A buffer of another device (peer access): that device knows the stream too.
+    Device& owner = *devices_[static_cast<size_t>(block->device)];
+    if (&owner != dev)
+      if (StreamUses* uses = stream_uses(owner, stream)) uses->last_seq = use_seq_;
   }
   if (active_uses_ > 0) --active_uses_;
   ++finishes_;

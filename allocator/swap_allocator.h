@@ -79,8 +79,10 @@ namespace cuswap {
 // ordinary (unversioned) names can use the allocator.
 struct Driver;
 class HostStash;
-struct HostCopy;  // allocator/swap_internal.h
-class EventRef;   // allocator/swap_internal.h
+struct HostCopy;    // allocator/swap_internal.h
+class EventRef;     // allocator/swap_internal.h
+struct UsePoint;    // allocator/swap_internal.h
+struct StreamUses;  // allocator/swap_internal.h
 
 // What the allocator needs to know, from CUSWAP_CONF.
 struct AllocatorSettings {
@@ -192,6 +194,7 @@ class Allocator {
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base
   uint64_t tick_ = 0;                             // LRU clock: one per use
+  uint64_t use_seq_ = 0;                          // uses finished, ever (Note [Lazy use events])
   SwapObserver* observer_ = nullptr;
 
   // The caller's hold on mu_, handed down a path that may wait for room
@@ -208,7 +211,6 @@ class Allocator {
   [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
                                         bool ordered, MayWait may_wait, Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
-  EventRef after_synchronous_free(Device& dev, Block& block) noexcept;
 
   // allocator/device_pages.cpp
   [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;
@@ -226,6 +228,20 @@ class Allocator {
   void cache_host_copy(Device& dev, const HostCopy& copy) noexcept;
   void give_host_copy_back(Device& dev, void* stash, uint64_t stash_bytes,
                            const HostCopy& host) noexcept;
+
+  // allocator/use_points.cpp (Note [Lazy use events])
+  // The stream's entry on `dev`, added on first sight; null when it cannot be.
+  StreamUses* stream_uses(Device& dev, CUstream stream) noexcept;
+  // An event on `uses.stream` after its uses numbered up to `seq`; empty
+  // when none can be recorded.
+  EventRef cover(Device& dev, StreamUses& uses, uint64_t seq) noexcept;
+  // Makes `on` wait, on the device, for the work `point` names (none on
+  // `on` itself, which is in order already).
+  [[nodiscard]] CUresult order_after(Device& dev, const UsePoint& point, CUstream on) noexcept;
+  // Whether that work is done: known already, or (`ask`) asked of the driver.
+  bool point_done(Device& dev, const UsePoint& point, bool ask) noexcept;
+  // Blocks the host until that work is done (a rare path, counted).
+  void synchronize_point(Device& dev, const UsePoint& point) noexcept;
 
   // allocator/eviction.cpp
   [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed,

@@ -3,6 +3,7 @@
 // eviction.cpp (moving bytes). Everything here is guarded by Allocator::mu_.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <mutex>
@@ -87,6 +88,71 @@ struct Waits {
   EventRef events[2];
 };
 
+// Note [Lazy use events]: recording an event after every launch would cost
+// the framework's thread a driver call per launch (about as much as the
+// launch) for an answer rarely asked: when a buffer's uses are done. So a
+// use only notes its stream and its number in the allocator's count of
+// uses, and a piece of memory keeps a UsePoint: the work queued on these
+// streams (or on every stream) up to that number. An event is recorded
+// only when a decision needs one (an eviction's copy must follow the last
+// use, memory freed on one stream is taken by a use on another, a range is
+// unmapped), on the stream that did the work, at that moment: stream order
+// puts it after every use the point names. Each stream keeps its latest
+// such event with the count it was recorded at, which answers every later
+// question about earlier uses, and the count below which its uses are
+// known done. On the point's own stream no event is needed at all. Uses are
+// counted in finish(), after the driver call, so an event recorded when the
+// count is n follows every use numbered n or less.
+struct UsePoint {
+  uint64_t seq = 0;  // uses up to this number
+  std::array<CUstream, 2> streams{};
+  uint8_t count = 0;
+  bool all_streams = false;  // every stream's (a synchronous free: the device idles)
+
+  bool empty() const noexcept { return count == 0 && !all_streams; }
+  void reset() noexcept { *this = UsePoint{}; }
+  // Widens the point to `stream`'s work up to `at`; a third stream makes it
+  // every stream's.
+  void add(CUstream stream, uint64_t at) noexcept {
+    seq = std::max(seq, at);
+    if (all_streams) return;
+    for (uint8_t i = 0; i < count; ++i)
+      if (streams[i] == stream) return;
+    if (count < streams.size()) {
+      streams[count++] = stream;
+    } else {
+      all_streams = true;
+      count = 0;
+    }
+  }
+  void merge(const UsePoint& other) noexcept {
+    if (other.empty()) return;
+    if (other.all_streams) {
+      seq = std::max(seq, other.seq);
+      all_streams = true;
+      count = 0;
+      return;
+    }
+    for (uint8_t i = 0; i < other.count; ++i)
+      add(other.streams[i], other.seq);
+  }
+  static UsePoint every_stream(uint64_t at) noexcept {
+    UsePoint p;
+    p.seq = at;
+    p.all_streams = true;
+    return p;
+  }
+};
+
+// One stream's uses on a device (Note [Lazy use events]).
+struct StreamUses {
+  CUstream stream = nullptr;
+  uint64_t first_seq = 0, last_seq = 0;  // its first and latest use
+  EventRef cover;                        // recorded on it when the count was cover_seq
+  uint64_t cover_seq = 0;
+  uint64_t done_below = 0;  // its uses numbered below this are known done
+};
+
 // Where an evicted buffer's bytes are kept in host-located virtual memory:
 // the physical allocation and a window (a range of its own where it stays
 // mapped, the source and destination of the copies).
@@ -104,8 +170,9 @@ struct Allocator::Block {
   bool small = false;
   Residency residency = Residency::resident;
   std::vector<PageHandle> pages;  // large: device pages mapped at base unless evicted
-  EventRef last_use;
-  Waits waits;  // a use waits for these first (a prefetch copy, a previous owner)
+  UsePoint last_use;              // its uses (Note [Lazy use events])
+  UsePoint before;                // its memory's previous owner's, until its first use
+  Waits waits;  // a use waits for these first (a prefetch copy, an eviction's copy)
   uint64_t last_tick = 0;
   uint32_t pins = 0;  // uses prepared and not yet finished (Note [Pinned uses])
   bool escaped = false;
@@ -125,7 +192,7 @@ struct Allocator::FreeRange {
   uintptr_t base = 0;
   uint64_t range_bytes = 0;
   std::vector<PageHandle> pages;
-  EventRef after;    // the free's event (stream-ordered) or the last use
+  UsePoint after;    // the free's place (Note [Stream-ordered reuse])
   EventRef pending;  // a prefetch copy still in flight at the free
   CUstream stream = nullptr;
   bool stream_ordered = false;
@@ -133,7 +200,7 @@ struct Allocator::FreeRange {
 
 struct SmallFree {
   uintptr_t address = 0;
-  EventRef after;
+  UsePoint after;
   EventRef pending;
   CUstream stream = nullptr;
   bool stream_ordered = false;
@@ -174,6 +241,7 @@ struct Allocator::Device {
   std::array<std::vector<SmallFree>, kSmallClasses> small_free;
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
+  std::vector<StreamUses> streams;                    // Note [Lazy use events]
   std::vector<Allocator::Block*> evicting;            // planned evictions in flight, oldest first
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device

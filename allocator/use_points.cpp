@@ -1,0 +1,100 @@
+// Where uses are, without an event per launch (Note [Lazy use events] in
+// swap_internal.h).
+#include "allocator/swap_internal.h"
+
+namespace cuswap {
+namespace {
+
+// Calls `f` with each stream entry of `dev` whose work up to `point.seq`
+// the point names; stops at the first false.
+template <typename F>
+bool each_stream(Allocator::Device& dev, const UsePoint& point, F&& f) {
+  for (StreamUses& uses : dev.streams) {
+    if (uses.first_seq > point.seq) continue;  // no work of its own before the point
+    bool named = point.all_streams;
+    for (uint8_t i = 0; i < point.count && !named; ++i)
+      named = point.streams[i] == uses.stream;
+    if (named && !f(uses)) return false;
+  }
+  return true;
+}
+
+// The latest of `uses`' work that `seq` covers.
+uint64_t needed(const StreamUses& uses, uint64_t seq) {
+  return std::min(seq, uses.last_seq);
+}
+
+}  // namespace
+
+StreamUses* Allocator::stream_uses(Device& dev, CUstream stream) noexcept {
+  for (StreamUses& uses : dev.streams)
+    if (uses.stream == stream) return &uses;
+  try {
+    StreamUses& added = dev.streams.emplace_back();
+    added.stream = stream;
+    added.first_seq = added.last_seq = use_seq_;
+    return &added;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+EventRef Allocator::cover(Device& dev, StreamUses& uses, uint64_t seq) noexcept {
+  if (uses.cover && uses.cover_seq >= needed(uses, seq)) return uses.cover;
+  EventRef event = record_event(dev, uses.stream);
+  if (!event) return {};
+  uses.cover = event;
+  uses.cover_seq = use_seq_;
+  return event;
+}
+
+CUresult Allocator::order_after(Device& dev, const UsePoint& point, CUstream on) noexcept {
+  if (point.empty()) return CUDA_SUCCESS;
+  CUresult result = CUDA_SUCCESS;
+  each_stream(dev, point, [&](StreamUses& uses) {
+    if (uses.stream == on || needed(uses, point.seq) < uses.done_below) return true;
+    EventRef event = cover(dev, uses, point.seq);
+    if (!event) {
+      // No event to order by: wait for the stream instead.
+      (void)calls_.cuStreamSynchronize(uses.stream);
+      uses.done_below = std::max(uses.done_below, use_seq_ + 1);
+      return true;
+    }
+    if (event.known_done()) return true;
+    result = calls_.cuStreamWaitEvent(on, event.event());
+    return result == CUDA_SUCCESS;
+  });
+  return result;
+}
+
+bool Allocator::point_done(Device& dev, const UsePoint& point, bool ask) noexcept {
+  if (point.empty()) return true;
+  return each_stream(dev, point, [&](StreamUses& uses) {
+    if (needed(uses, point.seq) < uses.done_below) return true;
+    if (!ask) return false;
+    EventRef event = cover(dev, uses, point.seq);
+    if (!event) return false;
+    const uint64_t at = uses.cover_seq;
+    if (!event.done()) return false;
+    uses.done_below = std::max(uses.done_below, at + 1);
+    if (uses.cover_seq == at) uses.cover.reset();  // all it says is in done_below now
+    return true;
+  });
+}
+
+void Allocator::synchronize_point(Device& dev, const UsePoint& point) noexcept {
+  if (point.empty()) return;
+  each_stream(dev, point, [&](StreamUses& uses) {
+    if (needed(uses, point.seq) < uses.done_below) return true;
+    EventRef event = cover(dev, uses, point.seq);
+    const uint64_t at = event ? uses.cover_seq : use_seq_;
+    if (event)
+      event.synchronize();
+    else
+      (void)calls_.cuStreamSynchronize(uses.stream);
+    uses.done_below = std::max(uses.done_below, at + 1);
+    return true;
+  });
+}
+
+}  // namespace cuswap
