@@ -93,7 +93,7 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
 
 CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
                                std::span<Block* const> keep, MayWait may_wait, bool may_evict,
-                               EventRef* after) noexcept {
+                               PagesAfter* after) noexcept {
   try {
     out.reserve(count);
   } catch (...) {
@@ -124,7 +124,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       // room anyway and try again.
       ++stats_.driver_retries;
     }
-    if (reclaim_cached(dev)) continue;
+    if (reclaim_free(dev, count - out.size(), out, after)) continue;
     // Planned evictions in flight first (Note [Planned moves]): their pages
     // once their copies are done, with no wait by the host where the caller
     // can order its use after them.
@@ -231,35 +231,6 @@ void MappedRange::undo() noexcept {
   mapped_ = 0;
   if (owned_) (void)calls_.cuMemAddressFree(base_, bytes_);
   owned_ = false;
-}
-
-// Gives back the pages of a cached free range: the oldest whose last use
-// is done, else the oldest, waiting for its last use. The host waits only
-// when every cached range is still in use: a program whose host runs ahead
-// of the device frees buffers the device has not reached yet, and waiting
-// for the oldest of those would stall the host at every allocation a full
-// budget sends here. False when there is none (or it cannot be unmapped).
-bool Allocator::reclaim_cached(Device& dev) noexcept {
-  while (!dev.free_ranges.empty()) {
-    auto pick = std::find_if(dev.free_ranges.begin(), dev.free_ranges.end(), [&](FreeRange& r) {
-      return point_done(dev, r.after, /*ask=*/true) && r.pending.done();
-    });
-    if (pick == dev.free_ranges.end()) pick = dev.free_ranges.begin();
-    FreeRange range = std::move(*pick);
-    dev.free_ranges.erase(pick);
-    synchronize_point(dev, range.after);
-    range.pending.synchronize();
-    range.after.reset();
-    range.pending.reset();
-    if (calls_.cuMemUnmap(range.base, range.range_bytes) != CUDA_SUCCESS) {
-      dev.lost_device_bytes += range.pages.size() * dev.granularity;
-      continue;
-    }
-    (void)calls_.cuMemAddressFree(range.base, range.range_bytes);
-    give_pages(dev, range.pages);
-    return true;
-  }
-  return false;
 }
 
 EventRef Allocator::record_event(Device& dev, CUstream stream) noexcept {

@@ -283,13 +283,15 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   if (block.range_bytes > dev.budget_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   collect_host_releases(dev, false);
   std::vector<PageHandle> pages;
-  EventRef donor;  // pages still being copied out: the copy in waits for them
+  PagesAfter donor;  // what may still reach the pages: the copy in waits for it
   // A prefetch never waits for room: its caller holds pins, or is a plan
   // that lets the use fetch the buffer instead (Note [Waiting for room]).
   CUresult r = take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages,
                           keep, /*may_wait=*/nullptr, may_evict, &donor);
   if (r != CUDA_SUCCESS) return r;
-  if (donor && (r = calls_.cuStreamWaitEvent(dev.prefetch_stream, donor.event())) != CUDA_SUCCESS) {
+  if ((donor.donor &&
+       (r = calls_.cuStreamWaitEvent(dev.prefetch_stream, donor.donor.event())) != CUDA_SUCCESS) ||
+      (r = order_after(dev, donor.uses, dev.prefetch_stream)) != CUDA_SUCCESS) {
     give_donated(dev, pages, donor);
     return r;
   }
@@ -347,7 +349,6 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     }
   }
   range.commit();
-  donor.reset();
   prefetch_queued(dev, block, pages, std::move(copied), reason);
   return CUDA_SUCCESS;
 }

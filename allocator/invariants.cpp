@@ -123,6 +123,43 @@ void check_block(Findings& f, const Device& dev, const Block& block) {
   }
 }
 
+// The arena's free pieces: inside its chunks, apart from each other and
+// from the buffers, listed by size as by base, the mapped ones whole pages
+// (Note [The address arena]).
+void check_arena(Findings& f, const Device& dev, const std::map<uintptr_t, Block*>& blocks) {
+  uint64_t mapped_bytes = 0, end_of_previous = 0;
+  size_t listed[2] = {0, 0};
+  for (const auto& [base, range] : dev.free_ranges) {
+    const std::string name = fmt::format("free range {:#x} ({} bytes)", base, range.range_bytes);
+    if (base != range.base) f.fail("{}: filed under {:#x}", name, range.base);
+    if (base < end_of_previous) f.fail("{}: overlaps the free range before it", name);
+    end_of_previous = base + range.range_bytes;
+    auto chunk = dev.chunks.upper_bound(base);
+    if (chunk == dev.chunks.begin() ||
+        base + range.range_bytes > std::prev(chunk)->first + std::prev(chunk)->second)
+      f.fail("{}: not inside one chunk of the arena", name);
+    if (range.mapped() && range.pages.size() * dev.granularity != range.range_bytes)
+      f.fail("{}: {} pages mapped", name, range.pages.size());
+    if (!dev.free_by_size[range.mapped()].count({range.range_bytes, base}))
+      f.fail("{}: not listed by size", name);
+    ++listed[range.mapped()];
+    if (range.mapped()) mapped_bytes += range.range_bytes;
+    auto owner = blocks.upper_bound(base + range.range_bytes - 1);
+    if (owner != blocks.begin()) {
+      const Block& block = *std::prev(owner)->second;
+      if (block.base + block.range_bytes > base)
+        f.fail("{}: overlaps buffer {:#x}", name, block.base);
+    }
+  }
+  for (size_t mapped = 0; mapped < 2; ++mapped)
+    if (listed[mapped] != dev.free_by_size[mapped].size())
+      f.fail("device {}: {} free ranges listed by size, {} by base", dev.ordinal,
+             dev.free_by_size[mapped].size(), listed[mapped]);
+  if (mapped_bytes != dev.free_mapped_bytes)
+    f.fail("device {}: free_mapped_bytes {}, its free ranges add up to {}", dev.ordinal,
+           dev.free_mapped_bytes, mapped_bytes);
+}
+
 // A device's pages against device_bytes and the budget, its used bytes,
 // and the events and host copies its lists hold.
 void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Block*>& blocks) {
@@ -132,9 +169,14 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
     pages += block->pages.size();
     used += block->size_bytes;
   }
-  for (const Allocator::FreeRange& range : dev.free_ranges) {
+  check_arena(f, dev, blocks);
+  for (const auto& [base, range] : dev.free_ranges) {
     pages += range.pages.size();
     f.hold(range.pending);
+  }
+  for (const Retiring& piece : dev.retiring) {
+    f.hold(piece.pending);
+    if (piece.host.handle) f.host_bytes += piece.host.size_bytes;
   }
   for (const StreamUses& uses : dev.streams)
     f.hold(uses.cover);

@@ -71,7 +71,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
 // in order, so it ends after the others). The donor's range stays mapped to
 // them until it lands, unused.
 bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
-                             EventRef& after) noexcept {
+                             PagesAfter& after) noexcept {
   bool took = false;
   for (Block* block : dev.evicting) {
     if (out.size() >= out.capacity() || count == 0) break;
@@ -82,18 +82,20 @@ bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>&
       --count;
     }
     block->donated = true;
-    after = block->evict_copy;
+    after.donor = block->evict_copy;
     took = true;
   }
   return took;
 }
 
-// Pages that may hold donated ones go back to the pool once the copies
-// reading them are done.
+// Pages that may hold donated or reclaimed ones go back to the pool once
+// the copies and uses that may still reach them are done.
 void Allocator::give_donated(Device& dev, std::vector<PageHandle>& pages,
-                             EventRef& after) noexcept {
-  after.synchronize();
-  after.reset();
+                             PagesAfter& after) noexcept {
+  after.donor.synchronize();
+  after.donor.reset();
+  synchronize_point(dev, after.uses);
+  after.uses.reset();
   give_pages(dev, pages);
 }
 

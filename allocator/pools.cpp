@@ -76,9 +76,18 @@ uint64_t Allocator::release_cached(int ordinal) noexcept {
 CUresult Allocator::trim_device(Device& dev, uint64_t keep_bytes) noexcept {
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
+  retire_done(dev, /*wait=*/true);
   while (dev.device_bytes > keep_bytes) {
     if (dev.page_pool.empty()) {
-      if (!reclaim_cached(dev)) break;  // its pages are pooled now
+      // Pages of free ranges, their old places unmapped first.
+      std::vector<PageHandle> pages;
+      try {
+        pages.reserve(static_cast<size_t>(dev.free_mapped_bytes / dev.granularity));
+      } catch (...) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      }
+      if (!reclaim_free(dev, pages.capacity(), pages, nullptr)) break;
+      give_pages(dev, pages);
       continue;
     }
     if (CUresult r = calls_.cuMemRelease(dev.page_pool.back()); r != CUDA_SUCCESS) return r;

@@ -76,7 +76,7 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   if (scope.status() != CUDA_SUCCESS) return scope.status();
   Block* block = nullptr;
   CUresult r = size_bytes >= settings_.swap_min_bytes
-                   ? allocate_large(*dev, size_bytes, stream, stream_ordered, &lock, block)
+                   ? allocate_large(*dev, size_bytes, &lock, block)
                    : allocate_small(*dev, size_bytes, stream, stream_ordered, &lock, block);
   if (r != CUDA_SUCCESS) {
     ++stats_.out_of_memory;
@@ -108,59 +108,20 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   return CUDA_SUCCESS;
 }
 
-CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
-                                   MayWait may_wait, Block*& out) noexcept {
+CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, MayWait may_wait,
+                                   Block*& out) noexcept {
   const uint64_t range_bytes = round_up(size_bytes, dev.granularity);
   auto block = std::make_unique<Block>();
   block->size_bytes = size_bytes;
   block->range_bytes = range_bytes;
   block->device = dev.ordinal;
-  // A freed range of the same size: the same stream's first (no wait), else
-  // the oldest (its events are the likeliest to be done).
-  auto& ranges = dev.free_ranges;
-  auto pick = ranges.end();
-  for (auto it = ranges.begin(); it != ranges.end(); ++it) {
-    if (it->range_bytes != range_bytes) continue;
-    if (ordered && it->stream_ordered && it->stream == stream) {
-      pick = it;
-      break;
-    }
-    if (pick == ranges.end()) pick = it;
-  }
-  if (pick != ranges.end()) {
-    block->base = pick->base;
-    block->pages = std::move(pick->pages);
-    // Its first use waits for the previous owner's work on other streams
-    // (Note [Stream-ordered reuse]).
-    block->before = pick->after;
-    block->waits.events[0] = std::move(pick->pending);
-    ranges.erase(pick);
-    ++stats_.reused_ranges;
-    ++stats_.allocations_large;
-    out = block.release();
-    return CUDA_SUCCESS;
-  }
   if (range_bytes > dev.budget_bytes) {
     CUresult r = allocate_on_host(dev, *block);
     if (r != CUDA_SUCCESS) return r;
     out = block.release();
     return CUDA_SUCCESS;
   }
-  std::vector<PageHandle> pages;
-  EventRef donor;  // the new buffer's first use waits for it (Note [Planned moves])
-  CUresult r =
-      take_pages(dev, static_cast<size_t>(range_bytes / dev.granularity), pages, {}, may_wait,
-                 /*may_evict=*/true, &donor);
-  if (r != CUDA_SUCCESS) return r;
-  MappedRange range(calls_, dev);
-  if ((r = range.reserve(range_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
-    range.undo();
-    give_donated(dev, pages, donor);
-    return r;
-  }
-  block->base = range.commit();
-  block->pages = std::move(pages);
-  block->waits.events[0] = std::move(donor);
+  if (CUresult r = place_large(dev, *block, may_wait); r != CUDA_SUCCESS) return r;
   ++stats_.allocations_large;
   out = block.release();
   return CUDA_SUCCESS;
@@ -177,13 +138,18 @@ CUresult Allocator::allocate_large(Device& dev, uint64_t size_bytes, CUstream st
 // anything is evicted for it.
 CUresult Allocator::allocate_on_host(Device& dev, Block& block) noexcept {
   if (!dev.host_vmm) return CUDA_ERROR_OUT_OF_MEMORY;
-  MappedRange range(calls_, dev);
-  CUresult r = range.reserve(block.range_bytes);
+  FreeRange space;
+  CUresult r = claim_space(dev, block.range_bytes, space);
   if (r != CUDA_SUCCESS) return r;
-  if ((r = take_host_copy(dev, block)) != CUDA_SUCCESS) return r;
+  if ((r = take_host_copy(dev, block)) != CUDA_SUCCESS) {
+    free_piece(dev, std::move(space));
+    return r;
+  }
+  MappedRange range(calls_, dev, space.base, space.range_bytes);
   if ((r = range.map(block.host.handle)) != CUDA_SUCCESS) {
     range.undo();
     release_host_copy(dev, block);
+    free_piece(dev, std::move(space));
     return r;
   }
   block.base = range.commit();
@@ -207,13 +173,14 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
     // A new slab: whole pages cut into buffers of this class.
     const uint64_t slab_bytes = round_up(class_bytes, dev.granularity);
     std::vector<PageHandle> pages;
-    CUresult r =
-        take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {}, may_wait);
+    PagesAfter after;  // the slots' first uses wait for these
+    CUresult r = take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {},
+                            may_wait, /*may_evict=*/true, &after);
     if (r != CUDA_SUCCESS) return r;
     MappedRange range(calls_, dev);
     if ((r = range.reserve(slab_bytes)) != CUDA_SUCCESS || (r = range.map(pages)) != CUDA_SUCCESS) {
       range.undo();
-      give_pages(dev, pages);
+      give_donated(dev, pages, after);
       return r;
     }
     const uintptr_t base = range.commit();
@@ -231,7 +198,7 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
     // Slab pages are the slab's for good: they leave the page accounting
     // of evictable memory but stay in device_bytes.
     for (uint64_t offset = slab_bytes; offset >= class_bytes; offset -= class_bytes)
-      free_list.push_back({base + offset - class_bytes, {}, {}, nullptr, false});
+      free_list.push_back({base + offset - class_bytes, after.uses, after.donor, nullptr, false});
   }
   auto block = std::make_unique<Block>();
   // The same stream's stream-ordered free needs no wait; prefer it.
@@ -334,39 +301,36 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     return;
   }
   if (block->residency == Residency::evicted) {
-    // Its bytes are dead: the host copy goes back, the range goes away.
+    // Its bytes are dead: the host copy goes back and the address space to
+    // the arena; where the host copy is mapped at it, both once the uses
+    // that may reach it there are done (Note [Buffers bigger than the
+    // budget]).
     if (block->range_on_host) {
-      // Kernels may still use it in place (Note [Buffers bigger than the budget]).
-      synchronize_point(dev, after);
-      (void)calls_.cuMemUnmap(block->base, block->range_bytes);
-    }
-    give_host_copy_back(dev, block->stash, block->size_bytes, block->host);
-    (void)calls_.cuMemAddressFree(block->base, block->range_bytes);
-    return;
-  }
-  try {
-    dev.free_ranges.reserve(dev.free_ranges.size() + 1);
-  } catch (...) {
-    // Cannot keep it cached: wait for it and let it go now.
-    synchronize_point(dev, after);
-    pending.synchronize();
-    if (calls_.cuMemUnmap(block->base, block->range_bytes) != CUDA_SUCCESS) {
-      dev.lost_device_bytes += block->pages.size() * dev.granularity;
+      Retiring mapped;
+      mapped.base = block->base;
+      mapped.bytes = block->range_bytes;
+      mapped.after = std::move(after);
+      mapped.pending = std::move(pending);
+      mapped.host = block->host;
+      retire(dev, std::move(mapped));
+      retire_done(dev, /*wait=*/false);  // at once if they are done
       return;
     }
-    (void)calls_.cuMemAddressFree(block->base, block->range_bytes);
-    give_pages(dev, block->pages);
+    give_host_copy_back(dev, block->stash, block->size_bytes, block->host);
+    FreeRange space;
+    space.base = block->base;
+    space.range_bytes = block->range_bytes;
+    free_piece(dev, std::move(space));
     return;
   }
+  // A free changes no mapping (Note [The address arena]).
   FreeRange range;
   range.base = block->base;
   range.range_bytes = block->range_bytes;
   range.pages = std::move(block->pages);
   range.after = std::move(after);
   range.pending = std::move(pending);
-  range.stream = stream;
-  range.stream_ordered = ordered;
-  dev.free_ranges.push_back(std::move(range));  // reserved above
+  free_piece(dev, std::move(range));
 }
 
 CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
@@ -560,9 +524,7 @@ CUresult Allocator::mem_get_info(size_t* free_bytes, size_t* total_bytes) noexce
   size_t real_free = 0, real_total = 0;
   if (CUresult r = driver_.cuMemGetInfo_v2(&real_free, &real_total); r != CUDA_SUCCESS) return r;
   // Memory cuswap holds but would give back without evicting anything.
-  uint64_t reclaimable = dev->page_pool.size() * dev->granularity;
-  for (const FreeRange& range : dev->free_ranges)
-    reclaimable += range.range_bytes;
+  const uint64_t reclaimable = dev->page_pool.size() * dev->granularity + dev->free_mapped_bytes;
   const uint64_t in_use = dev->device_bytes - reclaimable;
   const uint64_t budget_free = dev->budget_bytes > in_use ? dev->budget_bytes - in_use : 0;
   *free_bytes = static_cast<size_t>(std::min<uint64_t>(budget_free, real_free + reclaimable));

@@ -8,9 +8,9 @@
 //
 // Note [Stable addresses]: a framework may hold a device pointer for the
 // life of the process, and kernels may store it in device memory. A large
-// buffer therefore gets its own reserved range, backed by pages mapped at it
-// while resident; evicting and prefetching change the physical memory under
-// the range, never the range.
+// buffer therefore gets its own range of whole pages in the device's
+// address arena, backed by pages mapped at it while resident; evicting and
+// prefetching change the physical memory under the range, never the range.
 //
 // Note [Eviction keeps the address mapped]: with host-located virtual memory
 // (CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), an
@@ -34,13 +34,13 @@
 // prefetch copy is done. Every transition happens under the allocator's lock.
 //
 // Note [Stream-ordered reuse]: freed memory is reused without a driver call:
-// a range (or a small buffer) freed with cuMemFreeAsync on stream S keeps the
-// event recorded on S at the free; one freed synchronously keeps an event
-// recorded at the free on the legacy default stream after its last use
-// (Note [A synchronous free], swap_allocator.cpp). A later allocation on S
-// takes it as it is (stream order); any other allocation takes it with that
-// event as its "ready" event, which the first use of the new buffer waits
-// for on its own stream.
+// a large buffer's range stays mapped as a free piece of the device's
+// address arena (Note [The address arena], arena.cpp) and a small one's
+// slot stays in its slab, each with the point of its last uses and of the
+// free (Note [Lazy use events]; for a synchronous free, every stream's
+// work queued before it: Note [A synchronous free], swap_allocator.cpp).
+// The first use of a new buffer made from it waits for that point on its
+// own stream, on the device; on the freeing stream it is in order already.
 //
 // Note [Pinned uses]: from prepare() to finish() a use's buffers are pinned,
 // so that another thread cannot evict them between the prefetch and the
@@ -83,6 +83,8 @@ struct HostCopy;    // allocator/swap_internal.h
 class EventRef;     // allocator/swap_internal.h
 struct UsePoint;    // allocator/swap_internal.h
 struct StreamUses;  // allocator/swap_internal.h
+struct PagesAfter;  // allocator/swap_internal.h
+struct Retiring;    // allocator/swap_internal.h
 
 // What the allocator needs to know, from CUSWAP_CONF.
 struct AllocatorSettings {
@@ -205,8 +207,8 @@ class Allocator {
   // allocator/swap_allocator.cpp
   [[nodiscard]] CUresult current_device(int& ordinal) noexcept;
   [[nodiscard]] CUresult device(int ordinal, Device*& out) noexcept;
-  [[nodiscard]] CUresult allocate_large(Device& dev, uint64_t size_bytes, CUstream stream,
-                                        bool ordered, MayWait may_wait, Block*& out) noexcept;
+  [[nodiscard]] CUresult allocate_large(Device& dev, uint64_t size_bytes, MayWait may_wait,
+                                        Block*& out) noexcept;
   [[nodiscard]] CUresult allocate_on_host(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
                                         bool ordered, MayWait may_wait, Block*& out) noexcept;
@@ -216,12 +218,33 @@ class Allocator {
   [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;
   // Cached memory back to the driver until `keep_bytes` are held (pools.cpp).
   [[nodiscard]] CUresult trim_device(Device& dev, uint64_t keep_bytes) noexcept;
+  // `count` pages into `out`: pooled, new within the budget, reclaimed from
+  // free ranges, donated by evictions in flight, else evicted for. With
+  // `after`, a use of them must first wait for what it says; without, the
+  // host waits for it here.
   [[nodiscard]] CUresult take_pages(Device& dev, size_t count,
                                     std::vector<CUmemGenericAllocationHandle>& out,
-                                    std::span<Block* const> keep, MayWait may_wait,
-                                    bool may_evict = true, EventRef* after = nullptr) noexcept;
+                                    std::span<Block* const> keep, MayWait may_wait, bool may_evict,
+                                    PagesAfter* after) noexcept;
   void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
-  bool reclaim_cached(Device& dev) noexcept;
+
+  // allocator/arena.cpp (Note [The address arena])
+  // Places a large block (its range_bytes set) in the arena: base, pages,
+  // and what its first use waits for.
+  [[nodiscard]] CUresult place_large(Device& dev, Block& block, MayWait may_wait) noexcept;
+  // Unmapped address space of `bytes` from the arena.
+  [[nodiscard]] CUresult claim_space(Device& dev, uint64_t bytes, FreeRange& out) noexcept;
+  // A piece of the arena back to its free lists, joined with its neighbours.
+  void free_piece(Device& dev, FreeRange piece) noexcept;
+  // Up to `count` pages of free ranges into `out` (room reserved); false
+  // when there were none.
+  bool reclaim_free(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
+                    PagesAfter* after) noexcept;
+  // Address space to unmap once its uses are done; those done (or, with
+  // `wait`, all) are unmapped now.
+  void retire(Device& dev, Retiring piece) noexcept;
+  void retire_done(Device& dev, bool wait) noexcept;
+  void unmap_retired(Device& dev, Retiring& piece) noexcept;
   // Records an event on `stream` (Note [Shared events]); empty if it cannot.
   EventRef record_event(Device& dev, CUstream stream) noexcept;
   void collect_host_releases(Device& dev, bool wait) noexcept;
@@ -265,9 +288,9 @@ class Allocator {
   // allocator/planned_moves.cpp
   bool land_evictions(Device& dev, bool wait_for_one) noexcept;
   bool donate_pages(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
-                    EventRef& after) noexcept;
+                    PagesAfter& after) noexcept;
   void give_donated(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages,
-                    EventRef& after) noexcept;
+                    PagesAfter& after) noexcept;
   void cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept;
   [[nodiscard]] CUresult make_resident(CUstream stream, const UseBuffers& use,
                                        std::span<Block* const> keep) noexcept;

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -187,15 +189,32 @@ struct Allocator::Block {
   bool donated = false;  // some of its pages went to another use before the copy ended
 };
 
-// A large range freed and kept mapped for reuse (Note [Stream-ordered reuse]).
+// A piece of a device's address arena that no buffer holds (Note [The
+// address arena]): mapped to pages kept for reuse, or address space only.
 struct Allocator::FreeRange {
   uintptr_t base = 0;
   uint64_t range_bytes = 0;
-  std::vector<PageHandle> pages;
-  UsePoint after;    // the free's place (Note [Stream-ordered reuse])
-  EventRef pending;  // a prefetch copy still in flight at the free
-  CUstream stream = nullptr;
-  bool stream_ordered = false;
+  std::vector<PageHandle> pages;  // mapped from base, a page each; empty: address space only
+  UsePoint after;                 // the last owners' uses (Note [Stream-ordered reuse])
+  EventRef pending;               // a prefetch copy still in flight at the free
+  bool mapped() const noexcept { return !pages.empty(); }
+};
+
+// Address space still mapped where its last owners' uses may run, its
+// pages (or host copy) gone to another use: unmapped once they are done.
+struct Retiring {
+  uintptr_t base = 0;
+  uint64_t bytes = 0;
+  UsePoint after;
+  EventRef pending;
+  HostCopy host;  // a host copy mapped there, given back once unmapped
+};
+
+// What a use of pages taken from elsewhere waits for first, on the device
+// (Note [Planned moves], Note [The address arena]).
+struct PagesAfter {
+  EventRef donor;  // the copy of the last evicting buffer that gave pages
+  UsePoint uses;   // the uses of the freed ranges the pages were taken from
 };
 
 struct SmallFree {
@@ -237,7 +256,14 @@ struct Allocator::Device {
   uint64_t used_high = 0;      // since the start, or the last reset
   uint64_t reserved_high = 0;  // of device_bytes, sampled at allocations and queries
   std::vector<PageHandle> page_pool;
-  std::vector<FreeRange> free_ranges;
+  // The address arena (Note [The address arena]): reserved chunks by base,
+  // their free pieces by base and by (size, base), mapped and not, and
+  // pieces waiting to be unmapped.
+  std::map<uintptr_t, uint64_t> chunks;
+  std::map<uintptr_t, FreeRange> free_ranges;
+  std::array<std::set<std::pair<uint64_t, uintptr_t>>, 2> free_by_size;  // [mapped]
+  uint64_t free_mapped_bytes = 0;
+  std::vector<Retiring> retiring;
   std::array<std::vector<SmallFree>, kSmallClasses> small_free;
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;

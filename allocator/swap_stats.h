@@ -29,6 +29,9 @@ namespace cuswap {
   X(allocations_on_host, "buffers bigger than the budget, placed in host memory")            \
   X(uses_on_host, "uses of such buffers, served from host memory in place")                  \
   X(reused_ranges, "large allocations served from freed ranges without a driver call")       \
+  X(grown_ranges, "large allocations that mapped new pages beside a freed range")            \
+  X(reclaimed_pages, "pages of freed ranges moved to another place")                         \
+  X(arena_bytes, "address space reserved for large buffers")                                 \
   X(driver_retries, "allocations retried after the device refused memory within the budget") \
   X(waits_for_room, "times a use waited for other threads' uses to finish")                  \
   X(out_of_memory, "allocations refused")                                                    \
