@@ -32,7 +32,6 @@
 // allocation makes no driver call at all.
 #include <algorithm>
 
-#include "allocator/log.h"
 #include "allocator/swap_internal.h"
 
 namespace cuswap {
@@ -47,11 +46,16 @@ uintptr_t chunk_of(const Device& dev, uintptr_t address) {
   return it == dev.chunks.begin() ? 0 : std::prev(it)->first;
 }
 
-// Whether `right` starts where `left` ends, in one chunk, of one kind,
-// with at most one copy still in flight between them.
+// Whether `right` starts where `left` ends, in one chunk.
+bool adjacent(const Device& dev, const FreeRange& left, const FreeRange& right) {
+  return left.base + left.range_bytes == right.base &&
+         chunk_of(dev, left.base) == chunk_of(dev, right.base);
+}
+
+// Whether they can be one free piece: adjacent, of one kind, with at most
+// one copy still in flight between them.
 bool joinable(const Device& dev, const FreeRange& left, const FreeRange& right) {
-  return left.base + left.range_bytes == right.base && left.mapped() == right.mapped() &&
-         chunk_of(dev, left.base) == chunk_of(dev, right.base) &&
+  return adjacent(dev, left, right) && left.mapped() == right.mapped() &&
          (left.pending.known_done() || right.pending.known_done());
 }
 
@@ -195,8 +199,7 @@ CUresult Allocator::place_large(Device& dev, Block& block, MayWait may_wait) noe
     const FreeRange& piece = at->second;
     auto next = std::next(at);
     if (next != dev.free_ranges.end() && !next->second.mapped() &&
-        piece.base + piece.range_bytes == next->first &&
-        chunk_of(dev, next->first) == chunk_of(dev, piece.base) &&
+        adjacent(dev, piece, next->second) &&
         piece.range_bytes + next->second.range_bytes >= bytes) {
       const uint64_t need = bytes - piece.range_bytes;
       head = unlist(dev, at);
@@ -212,8 +215,7 @@ CUresult Allocator::place_large(Device& dev, Block& block, MayWait may_wait) noe
     }
     if (at != dev.free_ranges.begin()) {
       auto prev = std::prev(at);
-      if (!prev->second.mapped() && prev->first + prev->second.range_bytes == piece.base &&
-          chunk_of(dev, prev->first) == chunk_of(dev, piece.base) &&
+      if (!prev->second.mapped() && adjacent(dev, prev->second, piece) &&
           prev->second.range_bytes + piece.range_bytes >= bytes) {
         const uint64_t need = bytes - piece.range_bytes;
         head = unlist(dev, at);
@@ -237,44 +239,31 @@ CUresult Allocator::place_large(Device& dev, Block& block, MayWait may_wait) noe
   if (!space.range_bytes) {
     if (CUresult r = claim_space(dev, bytes, space); r != CUDA_SUCCESS) return r;
   }
-  auto give_back = [&] {
-    free_piece(dev, std::move(space));
-    free_piece(dev, std::move(head));
-  };
-  std::vector<PageHandle> pages;
+  std::vector<PageHandle> fresh;
   PagesAfter after;  // the new pages' first use waits for these (Note [Planned moves])
-  CUresult r = take_pages(dev, static_cast<size_t>(space.range_bytes / g), pages, {}, may_wait,
+  CUresult r = take_pages(dev, static_cast<size_t>(space.range_bytes / g), fresh, {}, may_wait,
                           /*may_evict=*/true, &after);
-  if (r != CUDA_SUCCESS) {
-    give_back();
-    return r;
+  if (r == CUDA_SUCCESS) {
+    try {
+      block.pages.reserve(head.pages.size() + fresh.size());
+    } catch (...) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
   }
   MappedRange range(calls_, dev, space.base, space.range_bytes);
-  try {
-    if (space_first)
-      pages.insert(pages.end(), head.pages.begin(), head.pages.end());
-    else
-      pages.insert(pages.begin(), head.pages.begin(), head.pages.end());
-  } catch (...) {
-    give_donated(dev, pages, after);
-    give_back();
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  const auto fresh = std::span<const PageHandle>(pages).subspan(
-      space_first ? 0 : head.pages.size(), static_cast<size_t>(space.range_bytes / g));
-  if ((r = range.map(fresh)) != CUDA_SUCCESS) {
+  if (r == CUDA_SUCCESS) r = range.map(fresh);
+  if (r != CUDA_SUCCESS) {
     range.undo();
-    // Only the new pages go: the mapped piece's stay with it.
-    pages.erase(
-        space_first ? pages.end() - static_cast<std::ptrdiff_t>(head.pages.size()) : pages.begin(),
-        space_first ? pages.end() : pages.begin() + static_cast<std::ptrdiff_t>(head.pages.size()));
-    give_donated(dev, pages, after);
-    give_back();
+    give_donated(dev, fresh, after);
+    free_piece(dev, std::move(space));
+    free_piece(dev, std::move(head));
     return r;
   }
   range.commit();
   block.base = space_first || !head.range_bytes ? space.base : head.base;
-  block.pages = std::move(pages);
+  for (const auto* part :
+       space_first ? std::array{&fresh, &head.pages} : std::array{&head.pages, &fresh})
+    block.pages.insert(block.pages.end(), part->begin(), part->end());  // reserved above
   block.before = std::move(head.after);
   block.before.merge(after.uses);
   block.waits.events[0] = std::move(after.donor);

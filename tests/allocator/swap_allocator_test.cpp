@@ -183,6 +183,33 @@ TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
+// Note [The address arena]: a freed range is split for smaller buffers and
+// joined again once they are freed, all without a driver call.
+TEST_F(SwapTest, FreedRangesSplitAndJoinWithoutDriverCalls) {
+  start_swap("memory:256MiB", budget(256 * kMiB));
+  CUstream s1 = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB, s1, true);
+  ASSERT_CU(fill(s1, a, k32MiB, 1));
+  ASSERT_CU(swap_free(a, s1, true));
+  const uint64_t vmm_before = stats().vmm_calls;
+  CUdeviceptr b = swap_alloc(k32MiB / 2, s1, true);
+  CUdeviceptr c = swap_alloc(k32MiB / 2, s1, true);
+  EXPECT_EQ(std::min(b, c), a);
+  EXPECT_EQ(std::max(b, c), a + k32MiB / 2);
+  ASSERT_CU(fill(s1, b, k32MiB / 2, 2));
+  ASSERT_CU(fill(s1, c, k32MiB / 2, 3));
+  ASSERT_CU(swap_free(b, s1, true));
+  ASSERT_CU(swap_free(c, s1, true));
+  CUdeviceptr d = swap_alloc(k32MiB, s1, true);
+  EXPECT_EQ(d, a) << "the two halves joined";
+  ASSERT_CU(fill(s1, d, k32MiB, 4));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().vmm_calls, vmm_before);
+  EXPECT_EQ(allocator->stats().reused_ranges, 3u);
+  EXPECT_EQ(mismatches(d, k32MiB, 4), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
 // Note [Counted driver calls]: the allocator counts its VMM calls by kind,
 // and their sum is what the driver saw; a range reused as it is costs none.
 TEST_F(SwapTest, DriverCallsAreCountedByKind) {
