@@ -125,9 +125,9 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       ++stats_.driver_retries;
     }
     if (reclaim_free(dev, count - out.size(), out, after)) continue;
-    // Planned evictions in flight first (Note [Planned moves]): their pages
-    // once their copies are done, with no wait by the host where the caller
-    // can order its use after them.
+    // Evictions in flight first (Note [Planned moves]): their pages once
+    // their copies are done, with no wait by the host where the caller can
+    // order its use after them.
     if (!dev.evicting.empty()) {
       if (after && donate_pages(dev, count - out.size(), out, *after)) continue;
       if (land_evictions(dev, true)) continue;
@@ -136,7 +136,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       r = CUDA_ERROR_OUT_OF_MEMORY;
       break;
     }
-    r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
+    r = evict_for(dev, (count - out.size()) * dev.granularity, keep, /*in_flight=*/after != nullptr);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room(may_wait)) {
       // What it took goes back before it waits: the uses it waits for may
       // need those pages, and no page is held outside the allocator's
@@ -152,6 +152,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       }
     }
     if (r != CUDA_SUCCESS) break;
+    if (after) continue;  // the pages are on their way: donated next
     if (dev.page_pool.empty() && dev.device_bytes + dev.granularity > dev.budget_bytes) {
       r = CUDA_ERROR_OUT_OF_MEMORY;  // nothing came back
       break;

@@ -5,6 +5,20 @@
 // bytes are safe where the new state says they are; when a step fails, the
 // buffer stays (or goes back) where its bytes are valid and the error goes
 // to the caller.
+//
+// Note [Reactive evictions in flight]
+// An allocation or use that finds no room evicts least recently used
+// buffers, and the host does not wait for their copies: they are queued on
+// the eviction stream after the victims' last uses, one event after them
+// all, and the victims join the evictions in flight as planned ones do
+// (Note [Planned moves]). The pages the request wants are given to it at
+// once, its first use waiting on the device for that event; the rest land
+// when room is next wanted. The host waits only where nothing in flight can
+// give pages (a caller that cannot order its use after a copy, or one whose
+// donors are all spent), and the wait is counted. A victim freed before its
+// copy ends costs no wait either (release_donor). An escaped buffer gives
+// no page away before it lands: uses nobody sees may reach its range, which
+// must hold its bytes, on the device or on its host copy, at every moment.
 #include <algorithm>
 
 #include "allocator/log.h"
@@ -20,9 +34,12 @@ bool kept(std::span<Allocator::Block* const> keep, const Allocator::Block* block
 }  // namespace
 
 // Evicts least recently used buffers of `dev` until `bytes_needed` of pages
-// came back, preferring buffers whose last use has completed.
-CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed,
-                              std::span<Block* const> keep) noexcept {
+// come back, preferring buffers whose last use has completed: with
+// `in_flight`, the copies are queued and the buffers join the evictions in
+// flight (Note [Reactive evictions in flight]); without, the host waits for
+// them and they land here.
+CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
+                              bool in_flight) noexcept {
   std::vector<Block*> candidates;
   try {
     for (auto& [base, block] : blocks_) {
@@ -57,7 +74,7 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed,
   uint64_t freed = 0;
   while (chosen < candidates.size() && freed < bytes_needed)
     freed += candidates[chosen++]->range_bytes;
-  return evict(dev, std::span<Block*>(candidates.data(), chosen));
+  return evict(dev, std::span<Block*>(candidates.data(), chosen), in_flight);
 }
 
 // A host copy for `block` (Note [Eviction keeps the address mapped]); the
@@ -163,10 +180,13 @@ bool Allocator::map_host_copy(Device& dev, Block& block) noexcept {
 
 // The eviction copy of `block` is done: its pages come back; with host
 // memory mapping, the range moves onto the host copy. False: the range
-// could not be unmapped and the block stays resident.
+// could not be unmapped, and the block stays resident, or, where some of
+// its pages went to another use, evicting (its bytes are in the host copy).
 bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
                               uint64_t copied_ns) noexcept {
   if (calls_.cuMemUnmap(block.base, block.range_bytes) != CUDA_SUCCESS) {
+    if (block.donated) return false;
+    block.evict_copy.reset();
     release_host_copy(dev, block);  // still mapped, bytes still there
     return false;
   }
@@ -179,31 +199,61 @@ bool Allocator::land_eviction(Device& dev, Block& block, EvictReason reason,
   for (EventRef& wait : block.waits.events)
     wait.reset();
   block.evict_copy.reset();
+  if (!block.donated) count_eviction(block, reason);
   block.donated = false;
   block.residency = Residency::evicted;
-  const uint64_t bytes =
-      block.size_bytes;  // the bytes asked for; the rest of the range is not the buffer's
+  // The bytes asked for; the rest of the range is not the buffer's.
+  if (observer_)
+    observer_->evicted(block.base, block.size_bytes, reason, block.evict_queued_ns, copied_ns);
+  return true;
+}
+
+// An eviction counts once its buffer's pages leave: when it lands, or when
+// it first gives pages to another use.
+void Allocator::count_eviction(const Block& block, EvictReason reason) noexcept {
   ++stats_.evictions;
   if (reason == EvictReason::plan) ++stats_.evictions_planned;
-  stats_.bytes_to_host += bytes;
-  if (observer_) observer_->evicted(block.base, bytes, reason, block.evict_queued_ns, copied_ns);
-  return true;
+  stats_.bytes_to_host += block.size_bytes;
 }
 
 // Evicts `victims` in three phases; each leaves every victim where its
 // bytes are valid if it fails.
-CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
+CUresult Allocator::evict(Device& dev, std::span<Block*> victims, bool in_flight) noexcept {
   // 1. A host copy for each victim, or for none.
   size_t ready = 0;
   CUresult r = CUDA_SUCCESS;
-  for (; ready < victims.size(); ++ready)
+  if (in_flight) {
+    try {
+      dev.evicting.reserve(dev.evicting.size() + victims.size());
+    } catch (...) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  for (; r == CUDA_SUCCESS && ready < victims.size(); ++ready)
     if ((r = take_host_copy(dev, *victims[ready])) != CUDA_SUCCESS) break;
-  // 2. The copies out, each after its buffer's last use, then one wait for all.
+  // 2. The copies out, each after its buffer's last use; then one event
+  // after them all, or one wait by the host.
   size_t queued = 0;
-  if (r == CUDA_SUCCESS) r = copy_out(dev, victims, queued);
+  if (r == CUDA_SUCCESS) r = copy_out(dev, victims, queued, in_flight);
   if (r != CUDA_SUCCESS) {
     abandon_evictions(dev, victims.first(ready), queued);
     return r;
+  }
+  if (in_flight) {
+    if (EventRef copied = record_event(dev, dev.evict_stream)) {
+      for (Block* block : victims) {
+        block->evict_copy = copied;
+        block->evict_reason = EvictReason::budget;
+        dev.evicting.push_back(block);  // reserved above
+      }
+      return CUDA_SUCCESS;
+    }
+    // Cannot tell when they are done: wait for them and land them now.
+    if ((r = calls_.cuStreamSynchronize(dev.evict_stream)) != CUDA_SUCCESS) {
+      for (Block* block : victims)
+        lose_host_copy(dev, *block);  // the copies' fate is unknown
+      return r;
+    }
   }
   // 3. The pages come back; with host memory mapping, the range moves onto
   // the host copy.
@@ -232,12 +282,13 @@ CUresult Allocator::queue_copy_out(Device& dev, Block& block) noexcept {
 }
 
 // Phase 2 of evict(): every victim's copy queued (`queued` counts those
-// that were), then waited for.
-CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& queued) noexcept {
+// that were), then, unless they stay `in_flight`, waited for.
+CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& queued,
+                             bool in_flight) noexcept {
   CUresult r = CUDA_SUCCESS;
   for (; queued < victims.size(); ++queued)
     if ((r = queue_copy_out(dev, *victims[queued])) != CUDA_SUCCESS) break;
-  if (queued > 0) {
+  if (queued > 0 && (!in_flight || r != CUDA_SUCCESS)) {
     CUresult s = calls_.cuStreamSynchronize(dev.evict_stream);
     if (r == CUDA_SUCCESS) r = s;
   }

@@ -62,6 +62,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
     return CUDA_SUCCESS;
   }
   block.evict_copy = std::move(copied);
+  block.evict_reason = EvictReason::plan;
   dev.evicting.push_back(&block);  // reserved above
   return CUDA_SUCCESS;
 }
@@ -75,12 +76,15 @@ bool Allocator::donate_pages(Device& dev, size_t count, std::vector<PageHandle>&
   bool took = false;
   for (Block* block : dev.evicting) {
     if (out.size() >= out.capacity() || count == 0) break;
-    if (block->pages.empty() || !block->evict_copy) continue;
+    // An escaped buffer's range may be reached by uses nobody sees: it
+    // keeps its pages until it lands, its range then on its host copy.
+    if (block->pages.empty() || !block->evict_copy || block->escaped) continue;
     while (!block->pages.empty() && count > 0 && out.size() < out.capacity()) {
       out.push_back(block->pages.back());
       block->pages.pop_back();
       --count;
     }
+    if (!block->donated) count_eviction(*block, block->evict_reason);
     block->donated = true;
     after.donor = block->evict_copy;
     took = true;
@@ -100,30 +104,52 @@ void Allocator::give_donated(Device& dev, std::vector<PageHandle>& pages,
 }
 
 bool Allocator::land_evictions(Device& dev, bool wait_for_one) noexcept {
-  bool landed = false;
-  for (size_t i = 0; i < dev.evicting.size();) {
-    Block& block = *dev.evicting[i];
-    if (wait_for_one && !landed) block.evict_copy.synchronize();
-    if (!block.evict_copy.done()) {
-      ++i;
-      continue;
+  bool pages_back = false;
+  // Those done land; then, if no page came back and the caller may wait,
+  // the host waits for the oldest that still holds pages (the eviction
+  // stream runs in order: it ends before the younger ones). One whose pages
+  // all went to other uses gives nothing back by landing: it lands when its
+  // copy is done, never waited for.
+  for (bool wait = false;; wait = true) {
+    for (size_t i = 0; i < dev.evicting.size();) {
+      Block& block = *dev.evicting[i];
+      if (wait) {
+        if (block.pages.empty()) {
+          ++i;
+          continue;
+        }
+        block.evict_copy.synchronize();
+      }
+      const bool holds_pages = !block.pages.empty();
+      if (!EventRef(block.evict_copy).done() ||
+          (!land_eviction(dev, block, block.evict_reason, observer_ ? observer_->clock_ns() : 0) &&
+           block.residency == Residency::evicting)) {
+        ++i;  // not yet, or its range could not be unmapped: tried again later
+        if (wait) break;
+        continue;
+      }
+      dev.evicting.erase(dev.evicting.begin() + static_cast<std::ptrdiff_t>(i));
+      pages_back |= holds_pages && block.residency == Residency::evicted;
+      if (wait) break;
     }
-    dev.evicting.erase(dev.evicting.begin() + static_cast<std::ptrdiff_t>(i));
-    landed |= land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
+    if (pages_back || wait || !wait_for_one) return pages_back;
   }
-  return landed;
 }
 
 void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept {
   auto it = std::find(dev.evicting.begin(), dev.evicting.end(), &block);
-  if (it != dev.evicting.end()) dev.evicting.erase(it);
   if (block.donated) {
     // Its pages are another buffer's now: it can only land, and come back
-    // as any evicted buffer does.
+    // as any evicted buffer does; until it can, it stays in flight and the
+    // caller finds it evicting.
     block.evict_copy.synchronize();
-    (void)land_eviction(dev, block, EvictReason::plan, observer_ ? observer_->clock_ns() : 0);
+    if (EventRef(block.evict_copy).done() &&
+        land_eviction(dev, block, block.evict_reason, observer_ ? observer_->clock_ns() : 0) &&
+        it != dev.evicting.end())
+      dev.evicting.erase(it);
     return;
   }
+  if (it != dev.evicting.end()) dev.evicting.erase(it);
   EventRef copy = std::move(block.evict_copy);
   ++stats_.evictions_cancelled;
   if (copy.done()) {

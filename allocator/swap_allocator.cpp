@@ -260,9 +260,9 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   std::unique_ptr<Block> owned(block);
   Device& dev = *devices_[static_cast<size_t>(block->device)];
   ScopedContext scope(driver_, dev.context);
-  // The copy of a planned eviction still reads the range: the next owner
-  // waits for it (Note [Planned moves]).
-  if (block->evict_copy) cancel_eviction(dev, *block, nullptr);
+  // The copy of an eviction still reads the range: the next owner waits
+  // for it (Note [Planned moves]); one that gave pages away is let go below.
+  if (block->evict_copy && !block->donated) cancel_eviction(dev, *block, nullptr);
   // What the next owner must wait for: its uses, a previous owner's it
   // never used, and the free's place in its stream, or for a synchronous
   // free every stream's work queued before it (Note [A synchronous free]).
@@ -290,6 +290,10 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     }
     wait.synchronize();
     wait.reset();
+  }
+  if (block->evict_copy) {
+    release_donor(dev, *block, std::move(after));
+    return;
   }
   if (block->small) {
     try {
@@ -331,6 +335,41 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   range.after = std::move(after);
   range.pending = std::move(pending);
   free_piece(dev, std::move(range));
+}
+
+// An evicting buffer that gave pages to another use, freed before its copy
+// ended: the bytes are dead, but the copy still reads the range. Nobody
+// waits on the host: the pages it kept (mapped from its base, the donated
+// ones were taken from its end) become a free piece whose next owner waits
+// for the copy, the rest of the range is unmapped once the copy is done,
+// and the host copy goes back then.
+void Allocator::release_donor(Device& dev, Block& block, UsePoint after) noexcept {
+  auto it = std::find(dev.evicting.begin(), dev.evicting.end(), &block);
+  if (it != dev.evicting.end()) dev.evicting.erase(it);
+  EventRef copy = std::move(block.evict_copy);
+  if (observer_)
+    observer_->evicted(block.base, block.size_bytes, block.evict_reason, block.evict_queued_ns,
+                       observer_->clock_ns());
+  if (!release_host_copy_after(dev, block, copy)) {
+    copy.synchronize();
+    release_host_copy(dev, block);
+  }
+  const uint64_t kept = block.pages.size() * dev.granularity;
+  Retiring rest;
+  rest.base = block.base + kept;
+  rest.bytes = block.range_bytes - kept;
+  rest.after = after;
+  rest.pending = copy;
+  if (kept > 0) {
+    FreeRange piece;
+    piece.base = block.base;
+    piece.range_bytes = kept;
+    piece.pages = std::move(block.pages);
+    piece.after = std::move(after);
+    piece.pending = std::move(copy);
+    free_piece(dev, std::move(piece));
+  }
+  retire(dev, std::move(rest));
 }
 
 CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
@@ -391,6 +430,7 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
     for (auto& [base, block] : blocks_) {
       Device& dev = *devices_[static_cast<size_t>(block->device)];
       if (block->evict_copy) cancel_eviction(dev, *block, stream);
+      if (block->residency == Residency::evicting) return CUDA_ERROR_UNKNOWN;  // cannot land
       if (dev.host_vmm || block->small) continue;
       mark_escaped(*block);
       if (block->residency == Residency::evicted) {
@@ -414,6 +454,7 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
     if (use.escapes) mark_escaped(*block);
     if (block->evict_copy)
       cancel_eviction(*devices_[static_cast<size_t>(block->device)], *block, stream);
+    if (block->residency == Residency::evicting) return CUDA_ERROR_UNKNOWN;  // cannot land
     if (block->residency == Residency::evicted) {
       ++stats_.evicted_accesses;
       if (block->range_on_host &&
@@ -512,6 +553,10 @@ void Allocator::mark_escaped(Block& block) noexcept {
   if (block.escaped) return;
   block.escaped = true;
   ++stats_.escaped_buffers;
+  // Its range may now be reached by uses nobody sees: pages it gave away
+  // must leave it first (Note [Reactive evictions in flight]).
+  if (block.evict_copy && block.donated)
+    cancel_eviction(*devices_[static_cast<size_t>(block.device)], block, nullptr);
 }
 
 CUresult Allocator::mem_get_info(size_t* free_bytes, size_t* total_bytes) noexcept {

@@ -213,6 +213,7 @@ class Allocator {
   [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
                                         bool ordered, MayWait may_wait, Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
+  void release_donor(Device& dev, Block& block, UsePoint after) noexcept;
 
   // allocator/device_pages.cpp
   [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;
@@ -267,11 +268,12 @@ class Allocator {
   void synchronize_point(Device& dev, const UsePoint& point) noexcept;
 
   // allocator/eviction.cpp
-  [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed,
-                                   std::span<Block* const> keep) noexcept;
-  [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
+  [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
+                                   bool in_flight) noexcept;
+  [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims, bool in_flight) noexcept;
   [[nodiscard]] CUresult queue_copy_out(Device& dev, Block& block) noexcept;
-  [[nodiscard]] CUresult copy_out(Device& dev, std::span<Block*> victims, size_t& queued) noexcept;
+  [[nodiscard]] CUresult copy_out(Device& dev, std::span<Block*> victims, size_t& queued,
+                                  bool in_flight) noexcept;
   void abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept;
   [[nodiscard]] CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
                                   PrefetchReason reason, bool may_evict = true) noexcept;
@@ -284,6 +286,7 @@ class Allocator {
   void lose_host_copy(Device& dev, Block& block) noexcept;
   bool map_host_copy(Device& dev, Block& block) noexcept;
   bool land_eviction(Device& dev, Block& block, EvictReason reason, uint64_t copied_ns) noexcept;
+  void count_eviction(const Block& block, EvictReason reason) noexcept;
 
   // allocator/planned_moves.cpp
   bool land_evictions(Device& dev, bool wait_for_one) noexcept;

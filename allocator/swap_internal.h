@@ -183,9 +183,10 @@ struct Allocator::Block {
   HostCopy host;
   bool range_on_host = false;    // host.handle is mapped at base
   uint64_t evict_queued_ns = 0;  // the observer's clock when its eviction copy was queued
-  // A planned eviction's copy while it runs (Note [Planned moves]); the
-  // block is evicting, its pages still mapped.
+  // An eviction's copy while it runs (Note [Planned moves]); the block is
+  // evicting, its pages still mapped unless given away.
   EventRef evict_copy;
+  EvictReason evict_reason = EvictReason::plan;
   bool donated = false;  // some of its pages went to another use before the copy ended
 };
 
@@ -268,7 +269,7 @@ struct Allocator::Device {
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
   std::vector<StreamUses> streams;                    // Note [Lazy use events]
-  std::vector<Allocator::Block*> evicting;            // planned evictions in flight, oldest first
+  std::vector<Allocator::Block*> evicting;            // evictions in flight, oldest first
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device
   // pages still counted in device_bytes, host copies still in host_bytes.

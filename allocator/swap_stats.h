@@ -15,7 +15,7 @@ namespace cuswap {
   X(prefetches_on_demand, "prefetches a use had to wait for")                                \
   X(prefetches_planned, "prefetches a plan started ahead of the use")                        \
   X(evictions_planned, "evictions a plan started after a last use")                          \
-  X(evictions_cancelled, "planned evictions called off before they landed")                  \
+  X(evictions_cancelled, "evictions called off before they landed")                          \
   X(bytes_to_host, "bytes copied device to host by evictions")                               \
   X(bytes_to_device, "bytes copied host to device by prefetches")                            \
   X(evicted_accesses, "uses that named an evicted buffer")                                   \
