@@ -217,6 +217,8 @@ std::string Allocator::check() noexcept {
     uintptr_t end_of_previous = 0;
     for (const auto& [base, block] : blocks_) {
       if (base != block->base) f.fail("buffer {:#x}: filed under {:#x}", block->base, base);
+      if (auto at = by_base_.find(base); at == by_base_.end() || at->second != block)
+        f.fail("buffer {:#x}: not found by its base", base);
       if (base < end_of_previous) f.fail("buffer {:#x}: overlaps the buffer before it", base);
       end_of_previous = base + block->range_bytes;
       const auto d = static_cast<size_t>(block->device);
@@ -225,6 +227,8 @@ std::string Allocator::check() noexcept {
       else
         check_block(f, *devices_[d], *block);
     }
+    if (by_base_.size() != blocks_.size())
+      f.fail("{} buffers by base, {} by address", by_base_.size(), blocks_.size());
     if (active_uses_ == 0 && f.pins != 0) f.fail("{} pins held with no use in flight", f.pins);
     uint64_t device_bytes = 0;
     for (const auto& dev : devices_) {

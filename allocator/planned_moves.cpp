@@ -29,8 +29,8 @@ namespace cuswap {
 
 CUresult Allocator::start_eviction(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
-  auto it = blocks_.find(base);
-  if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto it = by_base_.find(base);
+  if (it == by_base_.end()) return CUDA_ERROR_INVALID_VALUE;
   Block& block = *it->second;
   if (block.small || block.pins > 0 ||
       (block.residency != Residency::resident && block.residency != Residency::prefetching))
@@ -178,8 +178,8 @@ void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noex
 
 CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent done) noexcept {
   std::lock_guard lock(mu_);
-  auto it = blocks_.find(base);
-  if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto it = by_base_.find(base);
+  if (it == by_base_.end()) return CUDA_ERROR_INVALID_VALUE;
   Block& block = *it->second;
   Device& dev = *devices_[static_cast<size_t>(block.device)];
   ScopedContext scope(driver_, dev.context);

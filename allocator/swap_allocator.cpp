@@ -95,8 +95,10 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
     return r;
   }
   try {
+    by_base_.emplace(block->base, block);
     blocks_.emplace(block->base, block);
   } catch (...) {
+    by_base_.erase(block->base);
     release_block(block, nullptr, false);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -228,15 +230,16 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
 
 bool Allocator::owns(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
-  return blocks_.count(base) != 0;
+  return by_base_.count(base) != 0;
 }
 
 CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) noexcept {
   std::lock_guard lock(mu_);
-  auto it = blocks_.find(base);
-  if (it == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto it = by_base_.find(base);
+  if (it == by_base_.end()) return CUDA_ERROR_INVALID_VALUE;
   Block* block = it->second;
-  blocks_.erase(it);
+  by_base_.erase(it);
+  blocks_.erase(base);
   devices_[static_cast<size_t>(block->device)]->used_bytes -= block->size_bytes;
   release_block(block, stream, stream_ordered);
   return CUDA_SUCCESS;
@@ -378,8 +381,8 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
   Block* named[256];
   size_t count = 0;
   for (size_t i = 0; i < use.bases.size() && count < std::size(named); ++i) {
-    auto it = blocks_.find(use.bases[i]);
-    if (it != blocks_.end()) named[count++] = it->second;
+    auto it = by_base_.find(use.bases[i]);
+    if (it != by_base_.end()) named[count++] = it->second;
   }
   std::span<Block* const> keep(named, count);
   for (;;) {
@@ -500,8 +503,8 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
     if (!counted) (void)calls_.cuStreamSynchronize(stream);
   }
   for (size_t i = 0; i < use.bases.size(); ++i) {
-    auto it = blocks_.find(use.bases[i]);
-    if (it == blocks_.end()) continue;
+    auto it = by_base_.find(use.bases[i]);
+    if (it == by_base_.end()) continue;
     Block* block = it->second;
     if (block->pins > 0) --block->pins;
     if (!counted) continue;
@@ -598,8 +601,8 @@ SwapStats Allocator::stats() noexcept {
 
 Residency Allocator::residency(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
-  auto it = blocks_.find(base);
-  return it == blocks_.end() ? Residency::resident : it->second->residency;
+  auto it = by_base_.find(base);
+  return it == by_base_.end() ? Residency::resident : it->second->residency;
 }
 
 }  // namespace cuswap

@@ -10,6 +10,10 @@
 //                                       event records and a query per launch
 //                                       (Note [Device durations]); the
 //                                       difference is the cost of durations
+//   ... CUSWAP_CONF=budget:64GiB,online:false
+//                                    -> a launch under a budget: the allocator
+//                                       owns every buffer and prepares and
+//                                       finishes the 4 the launch names
 #include <cuda.h>
 #include <dlfcn.h>
 

@@ -167,10 +167,13 @@ void PlanFollow::begin_iteration_locked() noexcept {
       if (!pending_summary_.empty()) log::write_report_line(pending_summary_);
       pending_summary_.clear();
     }
+    // The live buffers, for whoever follows or plans (reactive: nobody).
     std::vector<policy::PlanFollower::LiveBuffer> live;
-    live.reserve(live_.size());
-    for (const auto& [id, buffer] : live_)
-      live.push_back({id, buffer.size_bytes});
+    if (follower_ || online_) {
+      live.reserve(live_.size());
+      for (const auto& [id, buffer] : live_)
+        live.push_back({id, buffer.size_bytes});
+    }
     if (follower_) {
       follower_->begin_iteration(live);
       const std::string& why = follower_->last_mismatch();

@@ -45,6 +45,52 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   return CUDA_SUCCESS;
 }
 
+// Enough of a context, streams, events and virtual memory for cuswap's
+// allocator to own buffers under a budget (hook_bench's budget mode):
+// handles are counters, address space a second bump pointer.
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+  *context = reinterpret_cast<CUcontext>(0x10);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned) {
+  static std::atomic<uintptr_t> next{0x100};
+  *stream = reinterpret_cast<CUstream>(next.fetch_add(1));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned) {
+  static std::atomic<uintptr_t> next{0x1000};
+  *event = reinterpret_cast<CUevent>(next.fetch_add(1));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp*,
+                                               CUmemAllocationGranularity_flags) {
+  *granularity = size_t{2} << 20;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t,
+                             const CUmemAllocationProp*, unsigned long long) {
+  static std::atomic<CUmemGenericAllocationHandle> next{1};
+  *handle = next.fetch_add(1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t, CUdeviceptr,
+                                     unsigned long long) {
+  static std::atomic<CUdeviceptr> next{0x200000000000ull};
+  constexpr size_t kPage = size_t{2} << 20;
+  *ptr = next.fetch_add((size + kPage - 1) / kPage * kPage);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  *free_bytes = *total_bytes = size_t{80} << 30;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction, size_t index, size_t* offset, size_t* size) {
   if (index >= 4) return CUDA_ERROR_INVALID_VALUE;
   *offset = index * 8;
