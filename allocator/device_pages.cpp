@@ -278,9 +278,13 @@ bool EventRef::done() noexcept {
   return true;
 }
 
+// Asks first: the host waits (and the wait is counted) only for work that
+// is not done.
 void EventRef::synchronize() noexcept {
-  if (event_ && !event_->done &&
-      event_->pool->calls->cuEventSynchronize(event_->event) == CUDA_SUCCESS)
+  if (!event_ || event_->done) return;
+  DriverCalls& calls = *event_->pool->calls;
+  if (calls.cuEventQuery(event_->event) == CUDA_SUCCESS ||
+      calls.cuEventSynchronize(event_->event) == CUDA_SUCCESS)
     event_->done = true;
 }
 

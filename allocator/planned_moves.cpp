@@ -6,13 +6,16 @@
 // is evicting, its pages still mapped, until it lands as any eviction does
 // (pages back to the pool, the range onto the host copy), and it lands when
 // room is wanted, and only then: an allocation or prefetch that finds none
-// takes the finished ones first, then waits for the oldest in flight, and
-// only then evicts anything by LRU. One whose room nothing wanted before
-// its prefetch stays, and no copy comes back (the simulator's Note [Lazy
-// landing]). A use of an evicting
-// buffer calls the eviction off: the use waits for the copy (which reads
-// the bytes the use may write), the host copy goes back once the copy is
-// done, and the buffer is resident again.
+// takes pages of evictions in flight (its first use waiting for their
+// copies on the device), else lands the finished ones, else waits for the
+// oldest that still holds pages, and only then evicts by LRU, in flight as
+// well (Note [Reactive evictions in flight]). One whose room nothing
+// wanted before its prefetch stays, and no copy comes back (the
+// simulator's Note [Lazy landing]). A use of an evicting buffer calls the
+// eviction off: the use waits for the copy (which reads the bytes the use
+// may write), the host copy goes back once the copy is done, and the buffer
+// is resident again; one that gave pages away lands first (the host waits
+// for its copy) and comes back as any evicted buffer does.
 // A planned prefetch waits, on the prefetch stream, for the point the
 // trigger launch's stream has reached, so the copy starts when the device
 // gets there and not when the host, running ahead, asks. It never evicts

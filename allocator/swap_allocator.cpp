@@ -281,6 +281,10 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
   }
   block->last_use.reset();
   block->before.reset();
+  if (block->evict_copy) {
+    release_donor(dev, *block, std::move(after));  // its copy follows what it waits for
+    return;
+  }
   // Copies the buffer still owes (a prefetch copy, an eviction's) pass on
   // to the next owner; a second one is waited for here (rare: two
   // unfinished copies on a buffer freed before any use).
@@ -293,10 +297,6 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     }
     wait.synchronize();
     wait.reset();
-  }
-  if (block->evict_copy) {
-    release_donor(dev, *block, std::move(after));
-    return;
   }
   if (block->small) {
     try {

@@ -25,8 +25,10 @@
 //
 // Note [Residency]: resident → evicting → evicted → prefetching → resident.
 // Evicting: the device-to-host copy is queued on the device's eviction
-// stream after the buffer's last use (its event); the allocation that needed
-// the room waits for the copy, then the pages are unmapped. Prefetching: the
+// stream after the buffer's last use; the allocation that needed the room
+// takes the pages at once, its first use waiting on the device for the copy
+// (Note [Reactive evictions in flight]), and the range is unmapped once the
+// copy is done and room is next wanted. Prefetching: the
 // pages are mapped back, the host-to-device copy is queued on the prefetch
 // stream, and the stream of the use waits for the copy's event (the calling
 // thread does not); the buffer is resident once that event has completed, and

@@ -23,13 +23,13 @@ using PageHandle = CUmemGenericAllocationHandle;
 
 struct EventPool;
 
-// Note [Shared events]: one event is recorded per use and shared by every
-// buffer the use touched (as their last use), by the copies ordered after
-// it and by freed memory that must not be reused before it. An EventRef is
-// one counted reference to it: copying retains, reset() or the destructor
-// releases, and the last release returns the event to its device's pool,
-// where record_event() takes it again, so that recording a use (every
-// launch) allocates nothing once the pool is warm. The invariant checker
+// Note [Shared events]: an event recorded for a decision (a copy's end, a
+// stream's cover of its uses: Note [Lazy use events]) is shared by every
+// place that must wait for it: buffers, copies ordered after it, freed
+// memory. An EventRef is one counted reference to it: copying retains,
+// reset() or the destructor releases, and the last release returns the
+// event to its device's pool, where record_event() takes it again, so that
+// recording allocates nothing once the pool is warm. The invariant checker
 // counts each event's references against the places that hold it.
 struct Allocator::SharedEvent {
   CUevent event = nullptr;
