@@ -422,7 +422,10 @@ bool Allocator::wait_for_others(std::unique_lock<std::mutex>& lock) noexcept {
   if (active_uses_ == 0) return false;
   ++stats_.waits_for_room;
   const uint64_t seen = finishes_;
-  return finished_.wait_for(lock, kNoFinishFor, [&] { return finishes_ != seen; });
+  ++waiting_;
+  const bool finished = finished_.wait_for(lock, kNoFinishFor, [&] { return finishes_ != seen; });
+  --waiting_;
+  return finished;
 }
 
 CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
@@ -470,7 +473,7 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
     }
     bool waited = false;
     for (EventRef& wait : block->waits.events) {
-      if (wait.done()) continue;
+      if (!wait || wait.done()) continue;
       if (CUresult r = calls_.cuStreamWaitEvent(stream, wait.event()); r != CUDA_SUCCESS) return r;
       waited = true;
     }
@@ -516,14 +519,16 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
   }
   if (active_uses_ > 0) --active_uses_;
   ++finishes_;
-  finished_.notify_all();
+  if (waiting_ > 0) finished_.notify_all();
 }
 
 // Called with mu_ held, through `may_wait`, when no room can be made: waits
 // for a prepared use to finish, if there is one. False: nothing to wait for.
 bool Allocator::wait_for_room(MayWait may_wait) noexcept {
   if (!can_wait_for_room(may_wait)) return false;
+  ++waiting_;
   finished_.wait(*may_wait);
+  --waiting_;
   return true;
 }
 

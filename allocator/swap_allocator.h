@@ -194,6 +194,7 @@ class Allocator {
   std::mutex mu_;
   std::condition_variable finished_;              // a finish() unpinned something
   uint64_t finishes_ = 0;                         // finish() calls, ever
+  uint32_t waiting_ = 0;                          // threads waiting on finished_
   uint64_t active_uses_ = 0;                      // prepared and not yet finished
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base, in address order
