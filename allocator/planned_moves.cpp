@@ -139,20 +139,23 @@ bool Allocator::land_evictions(Device& dev, bool wait_for_one) noexcept {
   }
 }
 
-void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept {
+void Allocator::leave_flight(Device& dev, Block& block) noexcept {
   auto it = std::find(dev.evicting.begin(), dev.evicting.end(), &block);
+  if (it != dev.evicting.end()) dev.evicting.erase(it);
+}
+
+void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept {
   if (block.donated) {
     // Its pages are another buffer's now: it can only land, and come back
     // as any evicted buffer does; until it can, it stays in flight and the
     // caller finds it evicting.
     block.evict_copy.synchronize();
     if (EventRef(block.evict_copy).done() &&
-        land_eviction(dev, block, block.evict_reason, observer_ ? observer_->clock_ns() : 0) &&
-        it != dev.evicting.end())
-      dev.evicting.erase(it);
+        land_eviction(dev, block, block.evict_reason, observer_ ? observer_->clock_ns() : 0))
+      leave_flight(dev, block);
     return;
   }
-  if (it != dev.evicting.end()) dev.evicting.erase(it);
+  leave_flight(dev, block);
   EventRef copy = std::move(block.evict_copy);
   ++stats_.evictions_cancelled;
   if (copy.done()) {

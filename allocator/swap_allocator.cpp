@@ -347,8 +347,7 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
 // for the copy, the rest of the range is unmapped once the copy is done,
 // and the host copy goes back then.
 void Allocator::release_donor(Device& dev, Block& block, UsePoint after) noexcept {
-  auto it = std::find(dev.evicting.begin(), dev.evicting.end(), &block);
-  if (it != dev.evicting.end()) dev.evicting.erase(it);
+  leave_flight(dev, block);
   EventRef copy = std::move(block.evict_copy);
   if (observer_)
     observer_->evicted(block.base, block.size_bytes, block.evict_reason, block.evict_queued_ns,

@@ -299,6 +299,8 @@ class Allocator {
   void give_donated(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages,
                     PagesAfter& after) noexcept;
   void cancel_eviction(Device& dev, Block& block, CUstream stream) noexcept;
+  // `block` out of the evictions in flight, if it is there.
+  void leave_flight(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult make_resident(CUstream stream, const UseBuffers& use,
                                        std::span<Block* const> keep) noexcept;
   void mark_escaped(Block& block) noexcept;
