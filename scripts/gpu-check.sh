@@ -1,42 +1,72 @@
 #!/usr/bin/env bash
 # The GPU check kit (docs/gpu-check.md): on a machine with one NVIDIA GPU,
-# builds a Release tree, probes the driver (copy bandwidth, VMM call costs,
-# whether cuMemUnmap waits), replays ResNet-50 and Seq2Seq under the
-# policies none, reactive and online at a budget below the peak, trains
-# PyTorch's ResNet-50 at 1x, 2x and 4x the batch that fits without cuswap,
-# then prints the tables and a summary to paste into a note. Exits non-zero if any
-# step failed, after running every step it can.
+# probes the driver (copy bandwidth, VMM call costs, whether cuMemUnmap
+# waits), replays ResNet-50 and Seq2Seq under the policies none, reactive
+# and online at a budget below the peak, trains PyTorch's ResNet-50 with and
+# without cuswap at 1x, 2x and 4x the batch that fits without it, then prints
+# a summary in Markdown to paste into a note. Runs from a pack built
+# elsewhere (--pack, --from) or builds a Release tree here. Every step has
+# its own time limit; a step that fails says why and the rest still run.
+# Exits non-zero if any step failed, after the summary.
 #
-# Usage: scripts/gpu-check.sh [--sim]
-#   --sim   every step on simcuda (tests/simcuda) instead of the GPU
+# Usage: scripts/gpu-check.sh [--sim] [--from DIR]
+#        scripts/gpu-check.sh --pack DIR
+#   --pack DIR  build everything the check runs into DIR (scripts/gpu-check-pack.sh):
+#               no library the GPU machine lacks, at most 48 MiB
+#   --from DIR  run from the pack in DIR, building nothing (the default when
+#               this script is the pack's own copy)
+#   --sim       every step on simcuda (tests/simcuda) instead of the GPU
 # Environment:
-#   CUSWAP_GPU_CHECK_BUILD     the build tree (default build-gpu); configured
-#                              here unless it already has a CMakeCache.txt
+#   CUSWAP_GPU_CHECK_BUILD     the build tree without --from (default build-gpu);
+#                              configured here unless it has a CMakeCache.txt
 #   CUSWAP_GPU_CHECK_NO_BUILD  1: use the tree as it is, build nothing
 #   CUSWAP_GPU_CHECK_ARCHS     GPU architectures for the replay's kernels
 #                              (default: nvidia-smi's compute capability, else 90)
-#   CUSWAP_GPU_CHECK_OUT       where the results go (default BUILD/gpu-check)
+#   CUSWAP_GPU_CHECK_OUT       where the results go (default BUILD/gpu-check,
+#                              or gpu-check-out beside the pack)
 #   CUSWAP_GPU_CHECK_JOBS      build jobs (default nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-mode=gpu
-case "${1:-}" in
-  --sim) mode=sim ;;
-  "") ;;
-  -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "gpu-check: error: unknown option \"$1\" (try --help)" >&2; exit 2 ;;
-esac
+mode=gpu from=""
+[ -f "$root/MANIFEST" ] && from=$root  # this is a pack's own copy
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sim) mode=sim ;;
+    --from) [ $# -ge 2 ] || { echo "gpu-check: error: --from needs a folder" >&2; exit 2; }
+            from=$2; shift ;;
+    --pack) [ $# -ge 2 ] || { echo "gpu-check: error: --pack needs a folder" >&2; exit 2; }
+            exec "$root/scripts/gpu-check-pack.sh" build "$2" ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check: error: unknown option \"$1\" (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
 
-build=${CUSWAP_GPU_CHECK_BUILD:-build-gpu}
-[[ $build = /* ]] || build=$root/$build
-out=${CUSWAP_GPU_CHECK_OUT:-$build/gpu-check}
+if [ -n "$from" ]; then
+  [ -d "$from" ] || { echo "gpu-check: error: --from $from: no such folder" >&2; exit 2; }
+  from=$(cd "$from" && pwd)
+  [ -f "$from/MANIFEST" ] ||
+    { echo "gpu-check: error: $from/MANIFEST is missing: not a pack (scripts/gpu-check.sh --pack DIR)" >&2; exit 2; }
+  build=$from kit=$from
+  out=${CUSWAP_GPU_CHECK_OUT:-$(dirname "$from")/gpu-check-out}
+else
+  build=${CUSWAP_GPU_CHECK_BUILD:-build-gpu}
+  [[ $build = /* ]] || build=$root/$build
+  kit=$root
+  out=${CUSWAP_GPU_CHECK_OUT:-$build/gpu-check}
+fi
 jobs=${CUSWAP_GPU_CHECK_JOBS:-$(nproc)}
 started_s=$(date +%s)
 
+# Time limits (s): the whole check must fit in 6 minutes on an H200. A
+# replay takes seconds and a training run well under a minute there.
+probe_limit_s=60
+replay_limit_s=40     # one replay
+replays_limit_s=100   # all of them: later ones are skipped past it
+train_limit_s=200     # the training step: later runs are skipped past it
 iterations=5
-replay_timeout_s=60  # a run takes seconds; six runs must fit in the 8 minutes
 # NAME|TRACE|BATCH SCALE|BUDGET (% of the workload's peak). Seq2Seq's
 # largest ops need about 77% of its peak at once (op 127, TanhGrad, 332 MB of
 # 432 MB at batch scale 4), so no policy can run it at 60%: it gets 90%.
@@ -45,7 +75,15 @@ traces=(
   "seq2seq|tests/data/tf1/seq2seq-t100-b4.step_stats.pb.gz|4|90"
 )
 
-declare -A step_status=()
+needed_files=("$build/bench/replay/cuswap-replay" "$build/hooks/libcuswap.so"
+              "$build/bench/cuswap-driver-probe" "$build/cli/cuswap")
+if [ "$mode" = sim ]; then
+  needed_files+=("$build/tests/simcuda/libcuda.so.1")
+else
+  needed_files+=("$build/bench/replay/cuswap_replay_kernels.fatbin")
+fi
+
+declare -A step_status=() step_seconds=()
 say() { echo "gpu-check: $*"; }
 step() { echo; echo "== gpu-check: $*"; }
 
@@ -108,6 +146,24 @@ build_probe_alone() {
     -o "$build/bench/cuswap-driver-probe"
 }
 
+# From a pack: its files are there, its libraries resolve on this machine
+# and its executables run (a glibc older than the pack needs shows here).
+step_pack() {
+  step "1. pack ($from)"
+  sed -n '2,5p' "$from/MANIFEST" | sed 's/^/gpu-check: /'
+  local commit here
+  commit=$(sed -n 's/^commit: \([0-9a-f]*\).*/\1/p' "$from/MANIFEST")
+  here=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
+  [ -z "$here" ] || [ "$here" = "$commit" ] ||
+    say "note: the pack was built at ${commit:0:12}, this checkout is at ${here:0:12}"
+  local f ok=0
+  for f in "${needed_files[@]}"; do [ -e "$f" ] || { say "error: $f is missing from the pack"; ok=1; }; done
+  "$from/scripts/gpu-check-pack.sh" check "$from" | sed 's/^/gpu-check: /' || ok=1
+  "$from/cli/cuswap" --version >/dev/null 2>"$out/pack.err" ||
+    { say "error: $from/cli/cuswap does not run here: $(tail -1 "$out/pack.err")"; ok=1; }
+  return $ok
+}
+
 step_build() {
   step "1. build ($build)"
   local t0 targets
@@ -148,15 +204,8 @@ step_build() {
     cmake --build "$build" -- -j"$jobs" $targets >"$out/build.log" 2>&1 ||
       { say "error: build failed (last lines of $out/build.log):"; tail -20 "$out/build.log"; return 1; }
   fi
-  local need=("$build/bench/replay/cuswap-replay" "$build/hooks/libcuswap.so"
-              "$build/bench/cuswap-driver-probe")
-  if [ "$mode" = sim ]; then
-    need+=("$build/tests/simcuda/libcuda.so.1")
-  else
-    need+=("$build/bench/replay/cuswap_replay_kernels.fatbin")
-  fi
   local f ok=0
-  for f in "${need[@]}"; do [ -e "$f" ] || { say "error: $f was not built"; ok=1; }; done
+  for f in "${needed_files[@]}"; do [ -e "$f" ] || { say "error: $f was not built"; ok=1; }; done
   say "build took $(($(date +%s) - t0)) s"
   return $ok
 }
@@ -177,9 +226,11 @@ step_probe() {
   step "2. driver probe"
   local probe=$build/bench/cuswap-driver-probe
   [ -x "$probe" ] || { say "error: $probe is missing (step 1)"; return 1; }
-  with_driver timeout 120 "$probe" --json >"$out/probe.json" 2>"$out/probe.err" ||
-    { say "error: the probe failed: $(tail -1 "$out/probe.err")"; return 1; }
-  with_driver timeout 120 "$probe" 2>&1 || return 1
+  local rc=0
+  with_driver timeout "$probe_limit_s" "$probe" --json >"$out/probe.json" 2>"$out/probe.err" || rc=$?
+  [ "$rc" = 124 ] && { say "error: the probe timed out after $probe_limit_s s"; return 1; }
+  [ "$rc" = 0 ] || { say "error: the probe failed (exit $rc): $(tail -1 "$out/probe.err")"; return 1; }
+  say "done (the figures are in the summary)"
 }
 
 # --- step 3: the replays -----------------------------------------------------
@@ -195,12 +246,17 @@ replay() {
   else
     driver_args=(--real-driver)
   fi
-  local rc=0
-  timeout "$replay_timeout_s" "$build/bench/replay/cuswap-replay" "$trace" --policy "$policy" \
+  local rc=0 spent=$(($(date +%s) - replays_started_s))
+  if [ "$spent" -ge "$replays_limit_s" ]; then
+    printf '%s\t%s\t%s\t%s\n' "$name" "$label" skipped "$*" >>"$out/replays.tsv"
+    say "$name $label: skipped (the replays' $replays_limit_s s are spent)"
+    return 1
+  fi
+  timeout "$replay_limit_s" "$build/bench/replay/cuswap-replay" "$kit/$trace" --policy "$policy" \
     --iterations "$iterations" --json --shim "$build/hooks/libcuswap.so" "${driver_args[@]}" "$@" \
     >"$base.json" 2>"$base.err" || rc=$?
   printf '%s\t%s\t%s\t%s\n' "$name" "$label" "$rc" "$*" >>"$out/replays.tsv"
-  say "$name $label: exit $rc$([ "$rc" = 124 ] && echo " (timed out after $replay_timeout_s s)")"
+  say "$name $label: exit $rc$([ "$rc" = 124 ] && echo " (timed out after $replay_limit_s s)")"
   return "$rc"
 }
 
@@ -213,6 +269,7 @@ step_replay() {
   step "3. replays ($iterations iterations each, the first a warm-up)"
   [ -x "$build/bench/replay/cuswap-replay" ] || { say "error: cuswap-replay is missing (step 1)"; return 1; }
   : >"$out/replays.tsv"
+  replays_started_s=$(date +%s)
   local entry name trace scale pct peak failed=0
   for entry in "${traces[@]}"; do
     IFS='|' read -r name trace scale pct <<<"$entry"
@@ -238,30 +295,46 @@ step_replay() {
 # --sim, only whether the script and the Python package load.
 step_train() {
   step "4. training (PyTorch ResNet-50)"
-  local args=(--cli "$build/cli/cuswap" --out "$out")
-  [ "$mode" = sim ] && args+=(--sim)
-  python3 "$root/scripts/gpu_train_check.py" "${args[@]}" 2>&1 | tee "$out/train.txt"
-  return "${PIPESTATUS[0]}"
+  local args=(--cli "$build/cli/cuswap" --out "$out" --time-limit-s "$train_limit_s"
+              --probe "$out/probe.json")
+  [ "$mode" = sim ] && args+=(--sim --sim-driver "$build/tests/simcuda")
+  # The script stops starting runs past its limit; this stops a run that hangs.
+  timeout $((train_limit_s + 60)) python3 "$kit/scripts/gpu_train_check.py" "${args[@]}" 2>&1 |
+    tee "$out/train.txt"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 124 ] && say "error: training timed out after $((train_limit_s + 60)) s"
+  return "$rc"
 }
 
 # --- step 5: the table and the summary ----------------------------------------
 
+steps=(build probe replay train)
+
 step_report() {
   step "5. summary (paste into a note)"
-  local status=""
-  for s in build probe replay train; do status+="$s=${step_status[$s]:-not run} "; done
-  python3 "$root/scripts/gpu_check_report.py" "$out" "$mode" "$status" \
-    "$(($(date +%s) - started_s))" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo -)"
+  local status="" commit
+  for s in "${steps[@]}"; do
+    status+="$s ${step_status[$s]:-not run} (${step_seconds[$s]:-0} s), "
+  done
+  if [ -n "$from" ]; then
+    commit=$(sed -n 's/^commit: \([0-9a-f]\{12\}\).*/\1/p' "$from/MANIFEST")
+  else
+    commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo -)
+  fi
+  python3 "$kit/scripts/gpu_check_report.py" "$out" "$mode" "${status%, }" \
+    "$(($(date +%s) - started_s))" "${commit:--}"
 }
 
 run_step() {
-  local name=$1
-  if "step_$name"; then step_status[$name]=ok; else step_status[$name]=FAILED; fi
+  local name=$1 t0=$(date +%s) fn=step_$1
+  [ "$name" = build ] && [ -n "$from" ] && fn=step_pack
+  if "$fn"; then step_status[$name]=ok; else step_status[$name]=FAILED; fi
+  step_seconds[$name]=$(($(date +%s) - t0))
 }
 
 main() {
   mkdir -p "$out"
-  say "mode $mode, build tree $build, results in $out"
+  say "mode $mode, $([ -n "$from" ] && echo "pack $from" || echo "build tree $build"), results in $out"
   if [ "$mode" = gpu ]; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader \
       >"$out/gpu.txt" 2>/dev/null ||
@@ -269,13 +342,10 @@ main() {
   else
     echo "simcuda (tests/simcuda, CPU)" >"$out/gpu.txt"
   fi
-  run_step build
-  run_step probe
-  run_step replay
-  run_step train
-  local rc=0
+  local s rc=0
+  for s in "${steps[@]}"; do run_step "$s"; done
   step_report || rc=1
-  for s in build probe replay train; do [ "${step_status[$s]}" = ok ] || rc=1; done
+  for s in "${steps[@]}"; do [ "${step_status[$s]}" = ok ] || rc=1; done
   say "total $(($(date +%s) - started_s)) s; $([ $rc = 0 ] && echo PASS || echo FAIL)"
   return $rc
 }

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The summary of scripts/gpu-check.sh (docs/gpu-check.md), from its results
 folder: probe.json, replays.tsv, one replay-NAME-LABEL.json per run, and
-train.txt (step 4's output).
+train.txt (step 4's output, whose table is already Markdown).
 
 Usage: gpu_check_report.py OUT_DIR MODE STEP_STATUS ELAPSED_S COMMIT
-Prints plain text meant to be pasted into a note; exits 1 when the table
-has no row (nothing was replayed).
+Prints one Markdown block meant to be pasted into a note; exits 1 when the
+replay table has no row (nothing was replayed).
 """
 import datetime
 import json
@@ -31,46 +31,51 @@ def load_json(path):
 
 def print_probe(out_dir):
     p = load_json(os.path.join(out_dir, "probe.json"))
+    print()
     if not p:
-        print("probe: no result")
+        print("**Probe**: no result")
         return
-    print(f"probe: driver {p['driver']} (version {p['driver_version']}), device {p['device'] or '-'}, "
-          f"clock {p['clock']}")
+    print(f"**Probe**: driver {p['driver']} (version {p['driver_version']}), device "
+          f"{p['device'] or '-'}, clock {p['clock']}")
+    print()
     if p["h2d_bytes_per_s"]:
-        print(f"  pinned copies of 64 MiB, median of 10: host->device "
+        print(f"- pinned copies of 64 MiB, median of 10: host->device "
               f"{p['h2d_bytes_per_s'] / 1e9:.1f} GB/s, device->host "
               f"{p['d2h_bytes_per_s'] / 1e9:.1f} GB/s")
     calls = ["cuMemCreate", "cuMemMap", "cuMemSetAccess", "cuMemUnmap", "cuMemRelease",
              "cuMemAddressReserve", "cuMemAddressFree"]
-    if p["vmm"]:
-        print("  VMM call, median of 20 (us)  " + "".join(f"{c:>20}" for c in calls))
-        for v in p["vmm"]:
-            label = f"{v['size_bytes'] >> 20} MiB"
-            print(f"  {label:<29}" + "".join(f"{v.get(c + '_us', 0):>20.1f}" for c in calls))
-        if p["clock"] == "virtual":
-            print("  (simcuda's virtual clock: these are its configured costs)")
+    for v in p["vmm"] or []:
+        print(f"- VMM calls at {v['size_bytes'] >> 20} MiB, median of 20 (us): " +
+              ", ".join(f"{c} {v.get(c + '_us', 0):.1f}" for c in calls) +
+              (" (simcuda's virtual clock: its configured costs)" if p["clock"] == "virtual" else ""))
     for g in p.get("ranges", []):
-        print(f"  a range of {g['handles']} 2 MiB handles: {g['handles']} maps "
+        print(f"- a range of {g['handles']} 2 MiB handles: {g['handles']} maps "
               f"{g['cuMemMap_all_us']:.1f} us, one cuMemSetAccess {g['cuMemSetAccess_us']:.1f} us, "
               f"one cuMemUnmap {g['cuMemUnmap_us']:.1f} us")
     if "ordering_us" in p:
         o = p["ordering_us"]
-        print("  on finished work (us): " +
+        print("- on finished work (us): " +
               ", ".join(f"{name} {value:.2f}" for name, value in o.items()))
     if "pin_us_per_mib" in p:
-        print(f"  pinning host memory: {p['pin_us_per_mib']:.1f} us/MiB, unpinning "
+        print(f"- pinning host memory: {p['pin_us_per_mib']:.1f} us/MiB, unpinning "
               f"{p['unpin_us_per_mib']:.1f} us/MiB")
     if p.get("simcuda_conf"):
-        print(f"  as SIMCUDA_CONF (simcuda's defaults are updated from it): {p['simcuda_conf']}")
+        costs = dict(kv.split(":", 1) for kv in p["simcuda_conf"].split(","))
+        print("- these costs as simcuda's configuration (tests/simcuda/README.md, Host time; "
+              "its defaults are updated from it):")
+        print()
+        print("  ```json")
+        print("  " + json.dumps({k: float(v) for k, v in costs.items()}))
+        print("  ```")
     waits = p.get("unmap_waits")
     if "unmap_during_kernel_us" in p:
         verdict = {True: "yes", False: "no", None: "unclear"}[waits]
-        print(f"  cuMemUnmap waits for a kernel on another stream: {verdict} "
+        print(f"- cuMemUnmap waits for a kernel on another stream: {verdict} "
               f"(unmap {p['unmap_during_kernel_us']:.1f} us, release "
               f"{p['release_during_kernel_us']:.1f} us during a {p['kernel_ms']:.0f} ms kernel, "
               f"wall clock)")
     if p.get("error"):
-        print(f"  error: {p['error']}")
+        print(f"- error: {p['error']}")
 
 
 def cell_completed(r, label):
@@ -99,6 +104,10 @@ def print_table(out_dir, mode):
     table, errors = [], []
     simulated = mode == "sim"
     for name, label, rc, args in rows:
+        if rc == "skipped":
+            table.append([name, label, "-", "skipped"] + ["-"] * 7 + [rc])
+            errors.append(f"error: {name} {label}: not run, the replays' time was spent")
+            continue
         r = load_json(os.path.join(out_dir, f"replay-{name}-{label}.json"))
         if not r:
             table.append([name, label, "-", "no result"] + ["-"] * 7 + [rc])
@@ -121,22 +130,26 @@ def print_table(out_dir, mode):
             kind = "expected" if label == "none-limited" else "error"
             text = r["error"] if len(r["error"]) <= 140 else r["error"][:137] + "..."
             errors.append(f"{kind}: {name} {label}: {text}")
+    print()
     if not table:
-        print("replays: no table (nothing was replayed)")
+        print("**Replays**: no table (nothing was replayed)")
         return False
-    widths = [max(len(row[i]) for row in [header] + table) for i in range(len(header))]
     clock = "simcuda virtual time" if simulated else "wall clock"
-    print(f"replays: iteration = median of the steady-state iterations ({clock}); "
+    print(f"**Replays**: iteration = median of the steady-state iterations ({clock}); "
           f"x inf = against the same replay with no cuswap and memory to spare; "
           f"budget = share of the workload's peak")
-    for row in [header] + table:
-        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in table:
+        print("| " + " | ".join(row) + " |")
+    print()
     for label in dict.fromkeys(row[1] for row in table):
-        print(f"  {label}: {NOTES.get(label, '')}")
+        print(f"- {label}: {NOTES.get(label, '')}")
     if not simulated:
-        print("  n/a: bytes moved and hazards are counted by simcuda only")
+        print("- n/a: bytes moved and hazards are counted by simcuda only")
     for e in errors:
-        print(f"  {e}")
+        print(f"- {e}")
     return True
 
 
@@ -151,17 +164,28 @@ def main(argv):
     except OSError:
         gpu = "unknown (nvidia-smi failed)"
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    print(f"cuswap gpu-check{' --sim' if mode == 'sim' else ''}, commit {commit}, "
+    print(f"#### cuswap gpu-check{' --sim' if mode == 'sim' else ''}, commit {commit}, "
           f"{socket.gethostname()}, {now}, {elapsed_s} s")
-    print(f"device: {gpu}")
-    print(f"steps: {status.strip()}")
+    print()
+    print(f"- device: {gpu}")
+    print(f"- steps: {status.strip()}")
     print_probe(out_dir)
     ok = print_table(out_dir, mode)
+    print()
+    print("**Training**")
+    print()
+    prefix = "gpu-check: train: "
     try:
         with open(os.path.join(out_dir, "train.txt")) as f:
-            print(f.read().rstrip())
+            # The table and its notes; of the progress lines (all in train.txt)
+            # only errors and, under --sim, the runs it would make.
+            for line in f.read().rstrip().splitlines():
+                if not line.startswith(prefix):
+                    print(line)
+                elif any(word in line for word in ("error", "would run", "--sim")):
+                    print(f"- `{line[len(prefix):]}`")
     except OSError:
-        print("training: not run")
+        print("not run")
     return 0 if ok else 1
 
 

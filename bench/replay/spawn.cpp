@@ -29,7 +29,8 @@ namespace {
 void set_child_env(const ChildEnv& env) {
   if (!env.simcuda_dir.empty()) {
     const char* old = std::getenv("LD_LIBRARY_PATH");
-    const std::string path = env.simcuda_dir + (old && *old ? ":" + std::string(old) : "");
+    std::string path = env.simcuda_dir;
+    if (old && *old) path.append(":").append(old);
     setenv("LD_LIBRARY_PATH", path.c_str(), 1);
     std::string conf = fmt::format(
         "memory:{},h2d_gbps:{},d2h_gbps:{},copy_latency_us:{},host_vmm:{}", env.device_memory_bytes,
