@@ -120,7 +120,7 @@ def child(a):
 
     result = {"batch": a.batch, "way": a.way}
     if a.way == "search":
-        result.update(completed=True, batch=search(torch, step, batch_of))
+        result.update(completed=True, batch=search(torch, step, batch_of, optimizer))
         print(RESULT + json.dumps(result), flush=True)
         return
     try:
@@ -143,22 +143,36 @@ def child(a):
             result["peak_bytes"] = after.get("peak_device_bytes")
         elif a.way != "run" and not a.smoke:
             result["peak_bytes"] = torch.cuda.max_memory_reserved()
-    except torch.cuda.OutOfMemoryError as e:
+    except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
+        if not out_of_memory(e):
+            raise
         result.update(completed=False, error="out of memory: " + str(e).splitlines()[0][:120])
     print(RESULT + json.dumps(result), flush=True)
 
 
-def search(torch, step, batch_of):
+def out_of_memory(e):
+    """Whether an exception is the device running out of memory (PyTorch's own
+    error, or a library's that says so)."""
+    return "out of memory" in str(e).lower()
+
+
+def search(torch, step, batch_of, optimizer):
     """The largest batch one step fits for: doubling from FIRST_BATCH, then the last gap halved."""
+    import gc
 
     def fits(n):
         try:
             step(*batch_of(n))
             torch.cuda.synchronize()
             return True
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.empty_cache()
-            return False
+        except RuntimeError as e:  # torch.cuda.OutOfMemoryError is one
+            if not out_of_memory(e):
+                raise
+        # Out of the except block, so that its traceback no longer holds the step's tensors.
+        optimizer.zero_grad(set_to_none=True)
+        gc.collect()
+        torch.cuda.empty_cache()
+        return False
 
     best, batch = 0, FIRST_BATCH
     while fits(batch):
