@@ -10,7 +10,7 @@
 # Arguments go to `cuswap replay` (try --link pcie3 or --device-memory 2GiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --build
 scripts/build.sh default cuswap cuswap-replay cuswap_shim simcuda >/dev/null
 
 trace=tests/data/gpu/torch-resnet50-v100.trace.json.gz

@@ -2,17 +2,25 @@
 # Installs what cuswap needs to build and test: Debian packages (Chromium and
 # a font only for the test that renders a report), and for the Python
 # package's tests (tests/python) TensorFlow and PyTorch from PyPI, pinned in
-# scripts/requirements-test.txt. Idempotent; prints nothing when everything
-# is there.
+# scripts/requirements-test.txt. With --build, only the Debian packages the
+# build needs (what scripts/demo.sh runs). Idempotent; prints nothing when
+# everything is there.
 set -euo pipefail
+
+build_only=false
+case "${1:-}" in
+  --build) build_only=true ;;
+  "") ;;
+  *) echo "setup: error: unknown option \"$1\" (--build: only what the build needs)" >&2; exit 2 ;;
+esac
 
 packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libsimdjson-dev libprotobuf-dev protobuf-compiler zlib1g-dev
-  python3 python3-pip
-  chromium fonts-dejavu-core
+  python3
 )
+$build_only || packages+=(python3-pip chromium fonts-dejavu-core)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -38,6 +46,8 @@ if [ -z "$cuda_h" ]; then
        "install the CUDA toolkit" >&2
   exit 1
 fi
+
+$build_only && exit 0
 
 # tests/python: TensorFlow, tf_keras, PyTorch and setuptools.
 if ! python3 -c 'import tensorflow, tf_keras, torch, setuptools' 2>/dev/null; then
