@@ -66,7 +66,7 @@ probe_limit_s=60
 replay_limit_s=40     # one replay
 replays_limit_s=100   # all of them: later ones are skipped past it
 train_limit_s=200     # the training step: later runs are skipped past it
-iterations=5
+iterations=10  # the first ones pin host memory and (online) learn the plan
 # NAME|TRACE|BATCH SCALE|BUDGET (% of the workload's peak). Seq2Seq's
 # largest ops need about 77% of its peak at once (op 127, TanhGrad, 332 MB of
 # 432 MB at batch scale 4), so no policy can run it at 60%: it gets 90%.
