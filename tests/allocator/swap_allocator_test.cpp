@@ -323,6 +323,33 @@ TEST_F(SwapTest, EvictingForRoomLeavesTheHostFree) {
   EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
 }
 
+// An eviction takes back the host copy of a prefetch that has landed before
+// it pins more host memory (Note [Host copies by best fit]): here the
+// third eviction reuses the first one's copy, so two copies are ever pinned.
+TEST_F(SwapTest, AnEvictionReusesTheHostCopyOfALandedPrefetch) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB);
+  CUdeviceptr b = swap_alloc(k32MiB);
+  ASSERT_CU(fill(s, a, k32MiB, 1));
+  ASSERT_CU(fill(s, b, k32MiB, 2));
+  CUdeviceptr c = swap_alloc(k32MiB);  // evicts a: a first host copy
+  ASSERT_CU(fill(s, c, k32MiB, 3));
+  std::vector<char> head(16);
+  ASSERT_CU(read(s, head.data(), a, head.size()));  // brings a back, evicting b: a second
+  ASSERT_CU(cuCtxSynchronize());  // a's prefetch has landed: its copy is free
+  const uint64_t creates = allocator->stats().vmm_creates;
+  CUdeviceptr d = swap_alloc(k32MiB);  // evicts c into a's old copy
+  EXPECT_EQ(allocator->residency(c), Residency::evicting);
+  ASSERT_CU(fill(s, d, k32MiB, 4));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(allocator->stats().vmm_creates, creates);
+  EXPECT_EQ(allocator->stats().peak_host_bytes, 2 * k32MiB);
+  EXPECT_EQ(mismatches(a, k32MiB, 1), 0u);
+  EXPECT_EQ(mismatches(d, k32MiB, 4), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
 TEST_F(SwapTest, FreeWhilePrefetching) {
   start_swap("memory:64MiB,host_vmm:false", budget(48 * kMiB));
   CUstream s = make_stream();
