@@ -217,7 +217,7 @@ std::string Allocator::check() noexcept {
     uintptr_t end_of_previous = 0;
     for (const auto& [base, block] : blocks_) {
       if (base != block->base) f.fail("buffer {:#x}: filed under {:#x}", block->base, base);
-      if (auto at = by_base_.find(base); at == by_base_.end() || at->second != block)
+      if (by_base_.find(base) != block)
         f.fail("buffer {:#x}: not found by its base", base);
       if (base < end_of_previous) f.fail("buffer {:#x}: overlaps the buffer before it", base);
       end_of_previous = base + block->range_bytes;

@@ -32,9 +32,9 @@ namespace cuswap {
 
 CUresult Allocator::start_eviction(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
-  auto it = by_base_.find(base);
-  if (it == by_base_.end()) return CUDA_ERROR_INVALID_VALUE;
-  Block& block = *it->second;
+  Block* found = by_base_.find(base);
+  if (!found) return CUDA_ERROR_INVALID_VALUE;
+  Block& block = *found;
   if (block.small || block.pins > 0 ||
       (block.residency != Residency::resident && block.residency != Residency::prefetching))
     return CUDA_ERROR_NOT_READY;
@@ -184,9 +184,9 @@ void Allocator::cancel_eviction(Device& dev, Block& block, CUstream stream) noex
 
 CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent done) noexcept {
   std::lock_guard lock(mu_);
-  auto it = by_base_.find(base);
-  if (it == by_base_.end()) return CUDA_ERROR_INVALID_VALUE;
-  Block& block = *it->second;
+  Block* found = by_base_.find(base);
+  if (!found) return CUDA_ERROR_INVALID_VALUE;
+  Block& block = *found;
   Device& dev = *devices_[static_cast<size_t>(block.device)];
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();

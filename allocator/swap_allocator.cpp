@@ -95,7 +95,7 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
     return r;
   }
   try {
-    by_base_.emplace(block->base, block);
+    by_base_.insert(block->base, block);
     blocks_.emplace(block->base, block);
   } catch (...) {
     by_base_.erase(block->base);
@@ -230,15 +230,14 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream st
 
 bool Allocator::owns(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
-  return by_base_.count(base) != 0;
+  return by_base_.find(base) != nullptr;
 }
 
 CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) noexcept {
   std::lock_guard lock(mu_);
-  auto it = by_base_.find(base);
-  if (it == by_base_.end()) return CUDA_ERROR_INVALID_VALUE;
-  Block* block = it->second;
-  by_base_.erase(it);
+  Block* block = by_base_.find(base);
+  if (!block) return CUDA_ERROR_INVALID_VALUE;
+  by_base_.erase(base);
   blocks_.erase(base);
   devices_[static_cast<size_t>(block->device)]->used_bytes -= block->size_bytes;
   release_block(block, stream, stream_ordered);
@@ -380,8 +379,7 @@ CUresult Allocator::prepare(CUstream stream, const UseBuffers& use) noexcept {
   Block* named[256];
   size_t count = 0;
   for (size_t i = 0; i < use.bases.size() && count < std::size(named); ++i) {
-    auto it = by_base_.find(use.bases[i]);
-    if (it != by_base_.end()) named[count++] = it->second;
+    if (Block* block = by_base_.find(use.bases[i])) named[count++] = block;
   }
   std::span<Block* const> keep(named, count);
   for (;;) {
@@ -505,9 +503,8 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
     if (!counted) (void)calls_.cuStreamSynchronize(stream);
   }
   for (size_t i = 0; i < use.bases.size(); ++i) {
-    auto it = by_base_.find(use.bases[i]);
-    if (it == by_base_.end()) continue;
-    Block* block = it->second;
+    Block* block = by_base_.find(use.bases[i]);
+    if (!block) continue;
     if (block->pins > 0) --block->pins;
     if (!counted) continue;
     block->last_use.add(stream, use_seq_);
@@ -605,8 +602,8 @@ SwapStats Allocator::stats() noexcept {
 
 Residency Allocator::residency(uintptr_t base) noexcept {
   std::lock_guard lock(mu_);
-  auto it = by_base_.find(base);
-  return it == by_base_.end() ? Residency::resident : it->second->residency;
+  const Block* block = by_base_.find(base);
+  return block ? block->residency : Residency::resident;
 }
 
 }  // namespace cuswap

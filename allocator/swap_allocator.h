@@ -67,9 +67,9 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "allocator/base_index.h"
 #include "allocator/config.h"
 #include "allocator/driver_calls.h"
 #include "allocator/swap_observer.h"
@@ -198,7 +198,7 @@ class Allocator {
   uint64_t active_uses_ = 0;                      // prepared and not yet finished
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base, in address order
-  std::unordered_map<uintptr_t, Block*> by_base_;  // the same, for a use's lookups
+  BaseIndex<Block> by_base_;  // the same, for a use's lookups (Note [An index by base])
   uint64_t tick_ = 0;                             // LRU clock: one per use
   uint64_t use_seq_ = 0;                          // uses finished, ever (Note [Lazy use events])
   SwapObserver* observer_ = nullptr;
