@@ -75,6 +75,7 @@ KernelInfo* KernelCache::query(CUfunction function) noexcept {
     if (driver_.cuFuncGetName) {
       const char* name = nullptr;
       if (driver_.cuFuncGetName(&name, function) == CUDA_SUCCESS && name) info->name = name;
+      info->nccl = info->name.find("nccl") != std::string::npos;
     }
     if (driver_.cuFuncGetParamInfo) {
       for (size_t index = 0;; ++index) {

@@ -36,6 +36,10 @@ struct KernelInfo {
   std::vector<Param> params;
   size_t args_bytes = 0;              // end of the last parameter
   std::string name;                   // cuFuncGetName, or "" if unknown
+  // An NCCL kernel: it reaches peers' buffers through pointers it keeps on
+  // the device, so what it names is not all it touches. Its name is mangled
+  // (`_Z..ncclDevKernel_AllReduce..`), so searched, not prefixed, once.
+  bool nccl = false;
   std::atomic<uint32_t> trace_id{0};  // the recorder's name id, 0 until interned
 };
 

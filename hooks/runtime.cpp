@@ -204,13 +204,6 @@ void finish_free(Runtime& rt, const std::optional<BufferRef>& buffer, CUresult r
 
 namespace {
 
-// NCCL's kernels reach peers' buffers through pointers they keep on the
-// device: what they name is not all they touch. Their names are mangled
-// (`_Z..ncclDevKernel_AllReduce..`), so the name is searched, not prefixed.
-bool is_nccl_kernel(const KernelInfo& kernel) {
-  return std::string_view(kernel.name).find("nccl") != std::string_view::npos;
-}
-
 // Each launch resolves at most this many earlier timings: two keep up with
 // the launches (each adds one) and catch up after a prefetch added another.
 constexpr size_t kTimingsPerLaunch = 2;
@@ -231,7 +224,7 @@ CUresult begin_launch(Runtime& rt, CUfunction function, CUstream stream, void** 
     UseBuffers buffers;
     buffers.bases = {use.touched.bases, use.touched.count};
     buffers.unknown = use.touched.unknown;
-    buffers.escapes = use.kernel && is_nccl_kernel(*use.kernel);
+    buffers.escapes = use.kernel && use.kernel->nccl;
     if (rt.follow) rt.follow->before_launch(use.kernel, stream, use.touched);
     CUresult r = rt.allocator->prepare(stream, buffers);
     if (r != CUDA_SUCCESS) {

@@ -190,5 +190,38 @@ TEST_F(ScanLaunch, MoreBuffersThanItCanHoldIsUnknown) {
   EXPECT_FALSE(unknown);
 }
 
+// KernelCache asks the driver once per function: its name, its parameters'
+// layout, and whether it is an NCCL kernel (whose launches mark what they
+// name escaped), by the name anywhere in the mangled symbol.
+CUresult CUDAAPI fake_name(const char** name, CUfunction f) {
+  *name = reinterpret_cast<uintptr_t>(f) == 1 ? "_Z25ncclDevKernel_AllReduce_Sum_f32P11ncclDevComm"
+                                              : "_Z6matmulPfS_S_";
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI fake_param_info(CUfunction, size_t index, size_t* offset, size_t* size) {
+  if (index >= 2) return CUDA_ERROR_INVALID_VALUE;
+  *offset = 8 * index;
+  *size = 8;
+  return CUDA_SUCCESS;
+}
+
+TEST(KernelCache, AsksOnceForNameLayoutAndWhetherItIsNccl) {
+  Driver driver;
+  driver.cuFuncGetName = fake_name;
+  driver.cuFuncGetParamInfo = fake_param_info;
+  KernelCache cache(driver);
+  const auto nccl = reinterpret_cast<CUfunction>(1);
+  const auto matmul = reinterpret_cast<CUfunction>(2);
+  const KernelInfo& a = cache.get(nccl);
+  EXPECT_TRUE(a.nccl);
+  EXPECT_TRUE(a.layout_known);
+  EXPECT_EQ(a.params.size(), 2u);
+  EXPECT_EQ(a.args_bytes, 16u);
+  const KernelInfo& b = cache.get(matmul);
+  EXPECT_FALSE(b.nccl);
+  EXPECT_EQ(b.name, "_Z6matmulPfS_S_");
+  EXPECT_EQ(&cache.get(nccl), &a);  // cached, not asked again
+}
+
 }  // namespace
 }  // namespace cuswap
