@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <new>
 
-#include "allocator/log.h"
 #include "allocator/swap_internal.h"
+#include "common/log.h"
 
 namespace cuswap {
 

@@ -21,8 +21,8 @@
 // must hold its bytes, on the device or on its host copy, at every moment.
 #include <algorithm>
 
-#include "allocator/log.h"
 #include "allocator/swap_internal.h"
+#include "common/log.h"
 
 namespace cuswap {
 namespace {

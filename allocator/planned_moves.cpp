@@ -25,8 +25,8 @@
 // its use takes it last: it comes back because it is wanted soon.
 #include <algorithm>
 
-#include "allocator/log.h"
 #include "allocator/swap_internal.h"
+#include "common/log.h"
 
 namespace cuswap {
 

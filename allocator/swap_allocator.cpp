@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "allocator/log.h"
 #include "allocator/swap_internal.h"
+#include "common/log.h"
 
 namespace cuswap {
 

@@ -70,10 +70,10 @@
 #include <vector>
 
 #include "allocator/base_index.h"
-#include "allocator/config.h"
 #include "allocator/driver_calls.h"
 #include "allocator/swap_observer.h"
 #include "allocator/swap_stats.h"
+#include "common/config.h"
 
 namespace cuswap {
 

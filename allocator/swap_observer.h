@@ -1,6 +1,6 @@
 // What the swapping allocator tells whoever watches it: each eviction, each
 // prefetch and each wait a use had for a prefetch, as they happen. The hooks
-// record them in the trace (hooks/swap_recording.cpp); allocator/ knows only
+// record them in the trace (runtime/swap_recording.cpp); allocator/ knows only
 // this interface, never the recorder or the hooks.
 //
 // Invariants:

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "allocator/config.h"
+#include "common/config.h"
 #include "tracer/import/import.h"
 
 namespace cuswap::cli {

@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "allocator/config.h"
 #include "cli/input_limit.h"
+#include "common/config.h"
 #include "tracer/import/import.h"
 
 namespace cuswap::cli {

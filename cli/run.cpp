@@ -40,9 +40,9 @@
 
 #include <fmt/format.h>
 
-#include "allocator/config.h"
 #include "cli/commands.h"
 #include "cli/locate.h"
+#include "common/config.h"
 #include "policy/plan.h"
 
 namespace cuswap::cli {

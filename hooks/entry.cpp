@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "allocator/log.h"
-#include "hooks/runtime.h"
+#include "common/log.h"
+#include "runtime/runtime.h"
 
 namespace cuswap::hooks {
 namespace {

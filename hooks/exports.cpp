@@ -36,7 +36,7 @@ CUSWAP_API void cuswap_iteration_begin(void) {
 
 CUSWAP_API const char* cuswap_stats_json(void) {
   // One string per thread, valid until the thread's next call. A budget
-  // always comes with a PlanFollow (hooks/runtime.cpp), which emits them.
+  // always comes with a PlanFollow (runtime/runtime.cpp), which emits them.
   thread_local std::string json;
   cuswap::hooks::Runtime* rt = cuswap::hooks::runtime();
   try {

@@ -6,7 +6,7 @@
 // handler whose parameters drift from cuda.h fails to link.
 #pragma once
 
-#include "hooks/runtime.h"
+#include "runtime/runtime.h"
 
 #define CUSWAP_EXPAND(...) __VA_ARGS__
 

@@ -22,7 +22,7 @@
 
 #include <atomic>
 
-#include "allocator/log.h"
+#include "common/log.h"
 #include "cuswap/cuswap.h"
 #include "hooks/handlers.h"
 

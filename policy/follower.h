@@ -1,7 +1,7 @@
 // Following a plan at run time: the iteration cursor that turns a plan's
 // identities into buffers and launches as they happen, and says which
 // copies to start where. Pure logic: the hooks feed it events and carry out
-// what it answers (hooks/plan_follow.cpp); it never calls the driver.
+// what it answers (runtime/plan_follow.cpp); it never calls the driver.
 //
 // Runtime identities (docs/plan-format.md): an op is (kernel name, ordinal
 // among this iteration's launches of that name); a tensor allocated in the

@@ -147,7 +147,7 @@ class Recorder {
   // What the device measured for an earlier launch or prefetch (`target_seq`
   // is what its record_* returned): when it started, on the recorder's
   // clock, and how long it ran (Note [Device durations] in
-  // hooks/device_timer.h).
+  // runtime/device_timer.h).
   void record_timing(uint64_t target_seq, uint64_t start_ns, uint64_t duration_ns) noexcept;
   // cuswap's own copies. An eviction is recorded once its copy is done,
   // with the times the copy was queued and found complete (recorder clock).

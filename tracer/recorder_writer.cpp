@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "allocator/log.h"
+#include "common/log.h"
 #include "tracer/recorder_state.h"
 
 namespace cuswap::trace::detail {

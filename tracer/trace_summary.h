@@ -85,7 +85,7 @@ struct TraceSummary {
   uint64_t set_bytes = 0;
   std::vector<std::pair<VmmOp, uint64_t>> vmm;  // operations seen, with counts
 
-  // 2.x: device timings (Note [Device durations] in hooks/device_timer.h).
+  // 2.x: device timings (Note [Device durations] in runtime/device_timer.h).
   uint64_t timed_launches = 0;
   uint64_t kernel_time_ns = 0;  // sum of timed launches' durations
   uint64_t prefetch_copy_time_ns = 0;  // sum of timed prefetch copies' durations

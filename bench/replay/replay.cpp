@@ -10,15 +10,15 @@
 
 #include <fmt/format.h>
 
-#include "allocator/config.h"
 #include "bench/replay/translate.h"
+#include "common/config.h"
 #include "policy/planner.h"
 
 namespace cuswap::bench {
 
 namespace {
 
-// The shim's default swap_min (allocator/config.h): the replay does not
+// The shim's default swap_min (common/config.h): the replay does not
 // change it.
 constexpr uint64_t kSwapMinBytes = uint64_t{1} << 20;
 

@@ -1,9 +1,9 @@
-// Tests for the option side of allocator/config.h: warnings (one per
+// Tests for the option side of common/config.h: warnings (one per
 // malformed pair, naming key and offset), cuswap's option table, apply<>,
 // describe()'s round trip, the environment, and that parsing never allocates.
 //
 // Allocation is counted by tests/support/allocation_counter.h.
-#include "allocator/config.h"
+#include "common/config.h"
 
 #include <fcntl.h>
 #include <unistd.h>

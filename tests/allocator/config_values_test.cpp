@@ -1,6 +1,6 @@
-// Tests for the value parsers and readers of allocator/config.h: sizes,
+// Tests for the value parsers and readers of common/config.h: sizes,
 // integers, numbers, booleans, lists, per-device values and the pair reader.
-#include "allocator/config.h"
+#include "common/config.h"
 
 #include <gtest/gtest.h>
 

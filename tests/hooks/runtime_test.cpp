@@ -3,7 +3,7 @@
 // driven the way the handlers drive it (allocate then note_alloc, begin_*
 // before the driver call and end_* after, begin_free and finish_free
 // around a free).
-#include "hooks/runtime.h"
+#include "runtime/runtime.h"
 
 #include <gtest/gtest.h>
 

@@ -57,7 +57,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "allocator/config.h"
+#include "common/config.h"
 #include "tests/simcuda/host_costs.h"
 #include "tests/simcuda/simcuda.h"
 

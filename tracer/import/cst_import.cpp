@@ -4,7 +4,7 @@
 // iterations running to the next mark or the end of the trace.
 //
 // Durations: a 2.x recording times launches on the device (timing events,
-// Note [Device durations] in hooks/device_timer.h); their ops get the
+// Note [Device durations] in runtime/device_timer.h); their ops get the
 // measured duration_ns. A 1.x recording, or one made with
 // record_timing:false, has none, and every op gets 0.
 //

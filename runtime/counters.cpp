@@ -1,4 +1,4 @@
-#include "hooks/counters.h"
+#include "runtime/counters.h"
 
 #include <new>
 

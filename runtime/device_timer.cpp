@@ -1,5 +1,5 @@
 // Timing launches with event pairs (Note [Device durations] in device_timer.h).
-#include "hooks/device_timer.h"
+#include "runtime/device_timer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,13 +1,13 @@
 // The runtime once started: what CUSWAP_CONF sets up, what the hooks
 // record, and the counters at exit. The tests call it directly, with a
 // Driver table pointed at simcuda; hooks/entry.cpp starts the process's one.
-#include "hooks/runtime.h"
+#include "runtime/runtime.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "allocator/log.h"
+#include "common/log.h"
 #include "policy/plan.h"
 
 #ifndef CUSWAP_VERSION

@@ -1,4 +1,4 @@
-// The configuration module (allocator/config.h): value parsers, the pair
+// The configuration module (common/config.h): value parsers, the pair
 // reader, warnings, and cuswap's option table with its describe() echo.
 //
 // Invariant: nothing here allocates (see config.h). Text is only ever sliced
@@ -6,9 +6,9 @@
 // formatted with fmt::format_to_n into a stack buffer, which fmt fills
 // without touching the heap. tests/allocator/config_test.cpp counts
 // operator new around parse_options to keep it that way.
-#include "allocator/config.h"
+#include "common/config.h"
 
-#include "allocator/log.h"
+#include "common/log.h"
 
 #include <algorithm>
 #include <cctype>

@@ -34,17 +34,17 @@
 #include <string>
 #include <vector>
 
-#include "allocator/config.h"
 #include "allocator/driver.h"
 #include "allocator/kernel_params.h"
 #include "allocator/swap_allocator.h"
+#include "common/config.h"
 #include "policy/follower.h"
 #include "policy/iteration_detector.h"
 #include "tracer/recorder.h"
 
 namespace cuswap::hooks {
 
-class OnlinePlanning;  // hooks/online_plan.cpp
+class OnlinePlanning;  // runtime/online_plan.cpp
 
 // Per-iteration figures (cuswap_stats_json, `stats:true`).
 

@@ -1,4 +1,4 @@
-#include "allocator/log.h"
+#include "common/log.h"
 
 #include <unistd.h>
 

@@ -24,7 +24,7 @@
 #include <span>
 #include <string_view>
 
-#include "allocator/log.h"
+#include "common/log.h"
 
 namespace cuswap::conf {
 

@@ -1,4 +1,4 @@
-// Online planning (Note [Following a plan], hooks/plan_follow.h): one
+// Online planning (Note [Following a plan], runtime/plan_follow.h): one
 // iteration recorded in runtime identities, planned on a background thread
 // with the planner the CLI uses, handed to PlanFollow as a follower.
 // Every call is made with PlanFollow's lock held.
@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "allocator/config.h"
 #include "allocator/driver.h"
 #include "allocator/kernel_params.h"
+#include "common/config.h"
 #include "policy/follower.h"
 
 namespace cuswap::hooks {

@@ -21,14 +21,14 @@
 #include <vector>
 
 #include "allocator/buffer_table.h"
-#include "allocator/config.h"
 #include "allocator/driver.h"
 #include "allocator/kernel_params.h"
 #include "allocator/swap_allocator.h"
-#include "hooks/counters.h"
-#include "hooks/device_timer.h"
-#include "hooks/plan_follow.h"
-#include "hooks/swap_recording.h"
+#include "common/config.h"
+#include "runtime/counters.h"
+#include "runtime/device_timer.h"
+#include "runtime/plan_follow.h"
+#include "runtime/swap_recording.h"
 #include "tracer/recorder.h"
 
 // The real dlsym, and its resolver (hooks/dlsym.cpp, which overrides dlsym).

@@ -1,13 +1,13 @@
-// Following a plan (Note [Following a plan] in hooks/plan_follow.h).
-#include "hooks/plan_follow.h"
+// Following a plan (Note [Following a plan] in runtime/plan_follow.h).
+#include "runtime/plan_follow.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "allocator/log.h"
-#include "hooks/online_plan.h"
+#include "common/log.h"
 #include "policy/plan.h"
+#include "runtime/online_plan.h"
 
 namespace cuswap::hooks {
 namespace {

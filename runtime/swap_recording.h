@@ -6,7 +6,7 @@
 
 #include "allocator/buffer_table.h"
 #include "allocator/swap_observer.h"
-#include "hooks/device_timer.h"
+#include "runtime/device_timer.h"
 #include "tracer/recorder.h"
 
 namespace cuswap::hooks {

@@ -1,5 +1,5 @@
-// The allocator's decisions into the trace (hooks/swap_recording.h).
-#include "hooks/swap_recording.h"
+// The allocator's decisions into the trace (runtime/swap_recording.h).
+#include "runtime/swap_recording.h"
 
 namespace cuswap::hooks {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 // The lowest layer of cuswap's own code: it includes nothing of cuswap's,
-// and the configuration reader (allocator/config.h) logs through it.
+// and the configuration reader (common/config.h) logs through it.
 namespace cuswap::log {
 
 enum class LogLevel : uint8_t { error, warn, info, debug };

@@ -1,5 +1,5 @@
 // Online planning: recording one iteration, planning it in the background.
-#include "hooks/online_plan.h"
+#include "runtime/online_plan.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "allocator/log.h"
-#include "hooks/plan_follow.h"
+#include "common/log.h"
 #include "policy/link.h"
 #include "policy/planner.h"
+#include "runtime/plan_follow.h"
 
 namespace cuswap::hooks {
 namespace {}  // namespace
