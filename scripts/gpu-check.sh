@@ -146,13 +146,16 @@ build_probe_alone() {
     -o "$build/bench/cuswap-driver-probe"
 }
 
+# The commit the pack was built at, from its MANIFEST.
+pack_commit() { sed -n 's/^commit: \([0-9a-f]*\).*/\1/p' "$from/MANIFEST"; }
+
 # From a pack: its files are there, its libraries resolve on this machine
 # and its executables run (a glibc older than the pack needs shows here).
 step_pack() {
   step "1. pack ($from)"
   sed -n '2,5p' "$from/MANIFEST" | sed 's/^/gpu-check: /'
   local commit here
-  commit=$(sed -n 's/^commit: \([0-9a-f]*\).*/\1/p' "$from/MANIFEST")
+  commit=$(pack_commit)
   here=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
   [ -z "$here" ] || [ "$here" = "$commit" ] ||
     say "note: the pack was built at ${commit:0:12}, this checkout is at ${here:0:12}"
@@ -317,7 +320,8 @@ step_report() {
     status+="$s ${step_status[$s]:-not run} (${step_seconds[$s]:-0} s), "
   done
   if [ -n "$from" ]; then
-    commit=$(sed -n 's/^commit: \([0-9a-f]\{12\}\).*/\1/p' "$from/MANIFEST")
+    commit=$(pack_commit)
+    commit=${commit:0:12}
   else
     commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo -)
   fi
