@@ -169,6 +169,55 @@ CUresult Allocator::claim_space(Device& dev, uint64_t bytes, FreeRange& out) noe
   return CUDA_SUCCESS;
 }
 
+// Step 2 of Note [The address arena]: the most mapped free piece with
+// enough address space just before or after it. On success `head` is the
+// piece and `space` the address space to map (none found: both empty);
+// false, with both given back, when there was no memory to split them.
+bool Allocator::grow_beside(Device& dev, uint64_t bytes, FreeRange& head, FreeRange& space,
+                            bool& space_first) noexcept {
+  const uint64_t g = dev.granularity;
+  auto& mapped = dev.free_by_size[1];
+  for (auto it = mapped.rbegin(); it != mapped.rend(); ++it) {
+    auto at = dev.free_ranges.find(it->second);
+    const FreeRange& piece = at->second;
+    auto next = std::next(at);
+    if (next != dev.free_ranges.end() && !next->second.mapped() &&
+        adjacent(dev, piece, next->second) &&
+        piece.range_bytes + next->second.range_bytes >= bytes) {
+      const uint64_t need = bytes - piece.range_bytes;
+      head = unlist(dev, at);
+      space = unlist(dev, next);  // `at` and `next` are gone now
+      FreeRange rest;
+      if (space.range_bytes > need && !split(space, need, g, rest)) break;
+      free_piece(dev, std::move(rest));
+      return true;
+    }
+    if (at != dev.free_ranges.begin()) {
+      auto prev = std::prev(at);
+      if (!prev->second.mapped() && adjacent(dev, prev->second, piece) &&
+          prev->second.range_bytes + piece.range_bytes >= bytes) {
+        const uint64_t need = bytes - piece.range_bytes;
+        head = unlist(dev, at);
+        space = unlist(dev, prev);
+        FreeRange front;
+        if (space.range_bytes > need) {
+          if (!split(space, space.range_bytes - need, g, front)) break;
+          std::swap(space, front);  // the part next to the mapped piece is the one used
+        }
+        free_piece(dev, std::move(front));
+        space_first = true;
+        return true;
+      }
+    }
+  }
+  if (!head.range_bytes) return true;  // none beside any piece
+  free_piece(dev, std::move(space));
+  free_piece(dev, std::move(head));
+  space = {};
+  head = {};
+  return false;
+}
+
 CUresult Allocator::place_large(Device& dev, Block& block, MayWait may_wait) noexcept {
   const uint64_t bytes = block.range_bytes;
   const uint64_t g = dev.granularity;
@@ -191,82 +240,42 @@ CUresult Allocator::place_large(Device& dev, Block& block, MayWait may_wait) noe
     ++stats_.reused_ranges;
     return CUDA_SUCCESS;
   }
-  // 2. Mapped memory with address space beside it, the most mapped first.
+  // 2. Mapped memory with address space beside it.
   FreeRange head, space;
   bool space_first = false;  // the new pages go before the mapped ones
-  for (auto it = mapped.rbegin(); it != mapped.rend(); ++it) {
-    auto at = dev.free_ranges.find(it->second);
-    const FreeRange& piece = at->second;
-    auto next = std::next(at);
-    if (next != dev.free_ranges.end() && !next->second.mapped() &&
-        adjacent(dev, piece, next->second) &&
-        piece.range_bytes + next->second.range_bytes >= bytes) {
-      const uint64_t need = bytes - piece.range_bytes;
-      head = unlist(dev, at);
-      space = unlist(dev, next);  // `at` and `next` are gone now
-      FreeRange rest;
-      if (space.range_bytes > need && !split(space, need, g, rest)) {
-        free_piece(dev, std::move(space));
-        free_piece(dev, std::move(head));
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-      free_piece(dev, std::move(rest));
-      break;
-    }
-    if (at != dev.free_ranges.begin()) {
-      auto prev = std::prev(at);
-      if (!prev->second.mapped() && adjacent(dev, prev->second, piece) &&
-          prev->second.range_bytes + piece.range_bytes >= bytes) {
-        const uint64_t need = bytes - piece.range_bytes;
-        head = unlist(dev, at);
-        space = unlist(dev, prev);
-        FreeRange front;
-        if (space.range_bytes > need) {
-          if (!split(space, space.range_bytes - need, g, front)) {
-            free_piece(dev, std::move(space));
-            free_piece(dev, std::move(head));
-            return CUDA_ERROR_OUT_OF_MEMORY;
-          }
-          std::swap(space, front);  // the part next to the mapped piece is the one used
-        }
-        free_piece(dev, std::move(front));
-        space_first = true;
-        break;
-      }
-    }
-  }
+  if (!grow_beside(dev, bytes, head, space, space_first)) return CUDA_ERROR_OUT_OF_MEMORY;
   // 3, 4. Address space alone.
   if (!space.range_bytes) {
     if (CUresult r = claim_space(dev, bytes, space); r != CUDA_SUCCESS) return r;
   }
-  std::vector<PageHandle> fresh;
-  PagesAfter after;  // the new pages' first use waits for these (Note [Planned moves])
+  // The new pages' first use waits for what they owe (Note [Planned moves]).
+  TakenPages fresh(*this, dev);
   CUresult r = take_pages(dev, static_cast<size_t>(space.range_bytes / g), fresh, {}, may_wait,
-                          /*may_evict=*/true, &after);
+                          /*may_evict=*/true);
   if (r == CUDA_SUCCESS) {
     try {
-      block.pages.reserve(head.pages.size() + fresh.size());
+      block.pages.reserve(head.pages.size() + fresh.pages().size());
     } catch (...) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
     }
   }
   MappedRange range(calls_, dev, space.base, space.range_bytes);
-  if (r == CUDA_SUCCESS) r = range.map(fresh);
+  if (r == CUDA_SUCCESS) r = range.map(fresh.pages());
   if (r != CUDA_SUCCESS) {
     range.undo();
-    give_donated(dev, fresh, after);
     free_piece(dev, std::move(space));
     free_piece(dev, std::move(head));
-    return r;
+    return r;  // the pages go back as `fresh` leaves
   }
   range.commit();
   block.base = space_first || !head.range_bytes ? space.base : head.base;
+  std::vector<PageHandle> added = fresh.keep();
   for (const auto* part :
-       space_first ? std::array{&fresh, &head.pages} : std::array{&head.pages, &fresh})
+       space_first ? std::array{&added, &head.pages} : std::array{&head.pages, &added})
     block.pages.insert(block.pages.end(), part->begin(), part->end());  // reserved above
   block.before = std::move(head.after);
-  block.before.merge(after.uses);
-  block.waits.events[0] = std::move(after.donor);
+  block.before.merge(fresh.after().uses);
+  block.waits.events[0] = std::move(fresh.after().donor);
   block.waits.events[1] = std::move(head.pending);
   if (head.range_bytes) ++stats_.grown_ranges;
   return CUDA_SUCCESS;

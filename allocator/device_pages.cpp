@@ -91,9 +91,11 @@ CUresult Allocator::init_device(Device& dev, int ordinal) noexcept {
   return CUDA_SUCCESS;
 }
 
-CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle>& out,
-                               std::span<Block* const> keep, MayWait may_wait, bool may_evict,
-                               PagesAfter* after) noexcept {
+CUresult Allocator::take_pages(Device& dev, size_t count, TakenPages& taken,
+                               std::span<Block* const> keep, MayWait may_wait,
+                               bool may_evict) noexcept {
+  std::vector<PageHandle>& out = taken.pages();
+  PagesAfter& after = taken.after();
   try {
     out.reserve(count);
   } catch (...) {
@@ -124,46 +126,41 @@ CUresult Allocator::take_pages(Device& dev, size_t count, std::vector<PageHandle
       // room anyway and try again.
       ++stats_.driver_retries;
     }
-    if (reclaim_free(dev, count - out.size(), out, after)) continue;
+    if (reclaim_free(dev, count - out.size(), out, &after)) continue;
     // Evictions in flight first (Note [Planned moves]): their pages once
-    // their copies are done, with no wait by the host where the caller can
-    // order its use after them.
+    // their copies are done, with no wait by the host: the use is ordered
+    // after them.
     if (!dev.evicting.empty()) {
-      if (after && donate_pages(dev, count - out.size(), out, *after)) continue;
+      if (donate_pages(dev, count - out.size(), out, after)) continue;
       if (land_evictions(dev, true)) continue;
     }
     if (!may_evict) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
       break;
     }
-    r = evict_for(dev, (count - out.size()) * dev.granularity, keep, /*in_flight=*/after != nullptr);
+    r = evict_for(dev, (count - out.size()) * dev.granularity, keep, /*in_flight=*/true);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room(may_wait)) {
       // What it took goes back before it waits: the uses it waits for may
       // need those pages, and no page is held outside the allocator's
       // lists while the lock is free (Note [What always holds between
       // operations]).
-      if (after)
-        give_donated(dev, out, *after);
-      else
-        give_pages(dev, out);
+      taken.give_back();
       if (wait_for_room(may_wait)) {
         r = CUDA_SUCCESS;
         continue;
       }
     }
     if (r != CUDA_SUCCESS) break;
-    if (after) continue;  // the pages are on their way: donated next
-    if (dev.page_pool.empty() && dev.device_bytes + dev.granularity > dev.budget_bytes) {
-      r = CUDA_ERROR_OUT_OF_MEMORY;  // nothing came back
-      break;
-    }
+    // Otherwise the evictions are queued: their pages are donated next.
   }
   if (out.size() == count) return CUDA_SUCCESS;
-  if (after)
-    give_donated(dev, out, *after);
-  else
-    give_pages(dev, out);
+  taken.give_back();
   return r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+}
+
+void Allocator::TakenPages::give_back() noexcept {
+  if (pages_.empty()) return;  // kept, or none taken: nothing owes anything
+  allocator_.give_donated(dev_, pages_, after_);
 }
 
 void Allocator::give_pages(Device& dev, std::vector<PageHandle>& pages) noexcept {

@@ -351,42 +351,38 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
   // It could never fit: nothing is evicted for it (Note [Buffers bigger than the budget]).
   if (block.range_bytes > dev.budget_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
   collect_host_releases(dev, false);
-  std::vector<PageHandle> pages;
-  PagesAfter donor;  // what may still reach the pages: the copy in waits for it
+  // What may still reach the pages: the copy in waits for it. Until the
+  // copy is queued, every exit gives them back as `pages` leaves.
+  TakenPages pages(*this, dev);
   // A prefetch never waits for room: its caller holds pins, or is a plan
   // that lets the use fetch the buffer instead (Note [Waiting for room]).
   CUresult r = take_pages(dev, static_cast<size_t>(block.range_bytes / dev.granularity), pages,
-                          keep, /*may_wait=*/nullptr, may_evict, &donor);
+                          keep, /*may_wait=*/nullptr, may_evict);
   if (r != CUDA_SUCCESS) return r;
+  const PagesAfter& donor = pages.after();
   if ((donor.donor &&
        (r = calls_.cuStreamWaitEvent(dev.prefetch_stream, donor.donor.event())) != CUDA_SUCCESS) ||
-      (r = order_after(dev, donor.uses, dev.prefetch_stream)) != CUDA_SUCCESS) {
-    give_donated(dev, pages, donor);
+      (r = order_after(dev, donor.uses, dev.prefetch_stream)) != CUDA_SUCCESS)
     return r;
-  }
   try {
     dev.host_releases.reserve(dev.host_releases.size() + 1);
   } catch (...) {
-    give_donated(dev, pages, donor);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (block.range_on_host) {
     // Unseen kernels may have used the host mapping; seen ones are waited for.
     synchronize_point(dev, block.last_use);
-    if ((r = calls_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) {
-      give_donated(dev, pages, donor);
-      return r;
-    }
+    if ((r = calls_.cuMemUnmap(block.base, block.range_bytes)) != CUDA_SUCCESS) return r;
     block.range_on_host = false;
   }
   // On failure the range goes back onto the host copy, where it was.
   MappedRange range(calls_, dev, block.base, block.range_bytes);
   auto back_to_host = [&]() {
     range.undo();
-    give_donated(dev, pages, donor);
+    pages.give_back();
     if (block.host.handle) block.range_on_host = map_host_copy(dev, block);
   };
-  if ((r = range.map(pages)) != CUDA_SUCCESS) {
+  if ((r = range.map(pages.pages())) != CUDA_SUCCESS) {
     back_to_host();
     return r;
   }
@@ -418,14 +414,14 @@ CUresult Allocator::prefetch(Block& block, CUstream stream, std::span<Block* con
     }
   }
   range.commit();
-  prefetch_queued(dev, block, pages, std::move(copied), reason);
+  prefetch_queued(dev, block, pages.keep(), std::move(copied), reason);
   return CUDA_SUCCESS;
 }
 
 // The copy back is queued and `copied` follows it: the pages are the
 // block's, the host copy goes back once the copy is done, and the block's
 // next use waits for it.
-void Allocator::prefetch_queued(Device& dev, Block& block, std::vector<PageHandle>& pages,
+void Allocator::prefetch_queued(Device& dev, Block& block, std::vector<PageHandle> pages,
                                 EventRef copied, PrefetchReason reason) noexcept {
   block.pages = std::move(pages);
   stats_.bytes_to_device += block.size_bytes;

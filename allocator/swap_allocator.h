@@ -185,6 +185,7 @@ class Allocator {
   struct Block;
   struct FreeRange;
   struct SharedEvent;
+  class TakenPages;
 
  private:
   const Driver& driver_;
@@ -224,19 +225,19 @@ class Allocator {
   // Cached memory back to the driver until `keep_bytes` are held (pools.cpp).
   [[nodiscard]] CUresult trim_device(Device& dev, uint64_t keep_bytes) noexcept;
   // `count` pages into `out`: pooled, new within the budget, reclaimed from
-  // free ranges, donated by evictions in flight, else evicted for. With
-  // `after`, a use of them must first wait for what it says; without, the
-  // host waits for it here.
-  [[nodiscard]] CUresult take_pages(Device& dev, size_t count,
-                                    std::vector<CUmemGenericAllocationHandle>& out,
-                                    std::span<Block* const> keep, MayWait may_wait, bool may_evict,
-                                    PagesAfter* after) noexcept;
+  // free ranges, donated by evictions in flight, else evicted for; a use of
+  // them must first wait for `out.after()`. On failure `out` holds none.
+  [[nodiscard]] CUresult take_pages(Device& dev, size_t count, TakenPages& out,
+                                    std::span<Block* const> keep, MayWait may_wait,
+                                    bool may_evict) noexcept;
   void give_pages(Device& dev, std::vector<CUmemGenericAllocationHandle>& pages) noexcept;
 
   // allocator/arena.cpp (Note [The address arena])
   // Places a large block (its range_bytes set) in the arena: base, pages,
   // and what its first use waits for.
   [[nodiscard]] CUresult place_large(Device& dev, Block& block, MayWait may_wait) noexcept;
+  [[nodiscard]] bool grow_beside(Device& dev, uint64_t bytes, FreeRange& head, FreeRange& space,
+                                 bool& space_first) noexcept;
   // Unmapped address space of `bytes` from the arena.
   [[nodiscard]] CUresult claim_space(Device& dev, uint64_t bytes, FreeRange& out) noexcept;
   // A piece of the arena back to its free lists, joined with its neighbours.
@@ -281,7 +282,7 @@ class Allocator {
   void abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept;
   [[nodiscard]] CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
                                   PrefetchReason reason, bool may_evict = true) noexcept;
-  void prefetch_queued(Device& dev, Block& block, std::vector<CUmemGenericAllocationHandle>& pages,
+  void prefetch_queued(Device& dev, Block& block, std::vector<CUmemGenericAllocationHandle> pages,
                        EventRef copied, PrefetchReason reason) noexcept;
   [[nodiscard]] CUresult take_host_copy(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult host_exhausted(Device& dev, CUresult r) noexcept;

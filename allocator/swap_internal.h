@@ -218,6 +218,32 @@ struct PagesAfter {
   UsePoint uses;   // the uses of the freed ranges the pages were taken from
 };
 
+// Pages taken for one use and what that use must wait for first. Until
+// keep() hands them to their owner they are the taker's alone; whatever was
+// not kept goes back to the pool when it is destroyed, the host first
+// waiting for what the pages still owe (give_donated), so a failure path
+// undoes a take by leaving its scope.
+class Allocator::TakenPages {
+ public:
+  TakenPages(Allocator& allocator, Device& dev) noexcept : allocator_(allocator), dev_(dev) {}
+  ~TakenPages() { give_back(); }
+  TakenPages(const TakenPages&) = delete;
+  TakenPages& operator=(const TakenPages&) = delete;
+
+  std::vector<PageHandle>& pages() noexcept { return pages_; }
+  PagesAfter& after() noexcept { return after_; }
+  // The pages, now their owner's; after() still says what its use waits for.
+  std::vector<PageHandle> keep() noexcept { return std::exchange(pages_, {}); }
+  // Back to the pool now (a caller about to wait holds no page).
+  void give_back() noexcept;
+
+ private:
+  Allocator& allocator_;
+  Device& dev_;
+  std::vector<PageHandle> pages_;
+  PagesAfter after_;
+};
+
 struct SmallFree {
   uintptr_t address = 0;
   UsePoint after;
