@@ -169,6 +169,8 @@ void apply(std::string_view text, std::span<const OptionSpec<Target>> specs, Tar
 // cuswap's options. Keys and defaults are documented in
 // docs/configuration.md; the CLI's flags map onto the same keys.
 using LogLevel = log::LogLevel;
+// The levels' names in LogLevel's order, as `log:` reads and writes them.
+inline constexpr std::string_view kLogNames[] = {"error", "warn", "info", "debug"};
 
 // What a key's value is: its type here, and how config.cpp reads it and
 // echoes it.
