@@ -93,19 +93,16 @@ std::vector<trace::Counter> exit_counters(Runtime& rt) {
   std::vector<trace::Counter> counters;
   for (size_t i = 0; i < kHookCount; ++i)
     if (uint64_t n = rt.calls.total(i)) counters.push_back({kHookNames[i], n});
-  counters.push_back({"cuGetProcAddress answered with a hook", rt.procaddress_answered.load()});
-  counters.push_back({"dlsym answered with a hook", rt.dlsym_answered.load()});
-  counters.push_back({"live buffers at exit", rt.buffers.size()});
+  DeviceTimer* timer = rt.timer.load(std::memory_order_acquire);
+  if (timer) timer->drain();
+#define CUSWAP_RUNTIME_COUNTER(name, description, value) counters.push_back({#name, value});
+  CUSWAP_RUNTIME_COUNTERS(CUSWAP_RUNTIME_COUNTER)
+#undef CUSWAP_RUNTIME_COUNTER
   if (rt.allocator) {
     const SwapStats swap = rt.allocator->stats();
 #define CUSWAP_SWAP_STAT_COUNTER(name, description) counters.push_back({#name, swap.name});
     CUSWAP_SWAP_STATS(CUSWAP_SWAP_STAT_COUNTER)
 #undef CUSWAP_SWAP_STAT_COUNTER
-  }
-  if (DeviceTimer* timer = rt.timer.load(std::memory_order_acquire)) {
-    timer->drain();
-    counters.push_back({"launches and prefetches timed", timer->timed()});
-    counters.push_back({"launches and prefetches not timed", timer->untimed()});
   }
   return counters;
 }

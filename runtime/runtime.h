@@ -106,8 +106,22 @@ Runtime* runtime() noexcept;
 // Throws std::bad_alloc.
 void configure(Runtime& rt, conf::Options options);
 
-// What the trace's footer and `stats:true` report at exit: calls per hook,
-// the doors' answers, live buffers, the allocator's stats, the timings.
+// The runtime's own counters at exit, X(name, what it counts, its value):
+// the value is an expression over `rt` and `timer` (the device timer,
+// drained; null when none ran).
+#define CUSWAP_RUNTIME_COUNTERS(X)                                                             \
+  X(procaddress_answered, "cuGetProcAddress lookups answered with a hook",                    \
+    rt.procaddress_answered.load())                                                          \
+  X(dlsym_answered, "dlsym lookups answered with a hook", rt.dlsym_answered.load())            \
+  X(live_buffers_at_exit, "buffers still allocated at exit", rt.buffers.size())                \
+  X(ops_timed, "launches and prefetches whose device time was measured",                       \
+    timer ? timer->timed() : 0)                                                               \
+  X(ops_not_timed, "launches and prefetches the device timer could not time",                  \
+    timer ? timer->untimed() : 0)
+
+// What the trace's footer and `stats:true` report at exit: calls per hook
+// (by the hook's name), CUSWAP_RUNTIME_COUNTERS, then the allocator's
+// CUSWAP_SWAP_STATS when it runs.
 std::vector<trace::Counter> exit_counters(Runtime& rt);
 // At exit: the counters logged (`stats:true`) and written, the trace closed.
 void close_out(Runtime& rt) noexcept;

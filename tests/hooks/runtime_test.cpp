@@ -296,7 +296,7 @@ TEST_F(RuntimeTest, TheCountersAtExitNameEveryCallAndTheAllocatorsStats) {
   EXPECT_EQ(value("cuMemAlloc_v2"), 2u);
   EXPECT_EQ(value("cuLaunchKernel"), 1u);
   EXPECT_EQ(value("cuMemFree_v2"), std::nullopt);  // calls never made are left out
-  EXPECT_EQ(value("live buffers at exit"), 1u);
+  EXPECT_EQ(value("live_buffers_at_exit"), 1u);
   EXPECT_EQ(value("allocations_small"), 1u);
   EXPECT_EQ(value("out_of_memory"), 0u);
 }
