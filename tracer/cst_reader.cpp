@@ -2,7 +2,9 @@
 // record by record (checksum first, then payload), then the events are
 // sorted by sequence number and checked against the end record's totals.
 // Every check that fails names the byte offset where the file stopped
-// making sense (Note [Error offsets]).
+// making sense (Note [Error offsets]). Payloads are read through a Cursor
+// (cst_cursor.h); each event type's payload has its decoder in
+// cst_event_payload.cpp.
 //
 // Note [Error offsets]: a checksum mismatch names the start of the record
 // (the bytes are wrong somewhere inside it, and the record is the unit the
@@ -26,108 +28,15 @@
 
 #include <fmt/format.h>
 
+#include "tracer/cst_cursor.h"
+#include "tracer/cst_event_payload.h"
+
 namespace cuswap::trace {
 namespace {
 
+using cst::Cursor;
+using cst::Failure;
 using cst::RecordTag;
-
-// A failure: where, and what was expected there.
-struct Failure {
-  uint64_t offset = 0;
-  std::string what;
-};
-
-// Reads a record's payload (or the header body); any read past `end` fails
-// with the offset of the byte it needed.
-class Cursor {
- public:
-  Cursor(const uint8_t* file_begin, uint64_t begin, uint64_t end, Failure& failure)
-      : file_(file_begin), pos_(begin), end_(end), failure_(failure) {}
-
-  uint64_t offset() const noexcept { return pos_; }
-  uint64_t left() const noexcept { return end_ - pos_; }
-  bool at_end() const noexcept { return pos_ == end_; }
-
-  bool fail(uint64_t at, std::string what) {
-    failure_ = {at, std::move(what)};
-    return false;
-  }
-
-  bool byte(uint8_t& v, std::string_view what) {
-    if (pos_ >= end_)
-      return fail(pos_, fmt::format("expected {}, found the end of the record", what));
-    v = file_[pos_++];
-    return true;
-  }
-
-  bool uvarint(uint64_t& v, std::string_view what) {
-    const uint64_t start = pos_;
-    v = 0;
-    for (unsigned shift = 0;; shift += 7) {
-      if (pos_ >= end_)
-        return fail(pos_, fmt::format("expected {} (a varint), found the end of the record", what));
-      const uint8_t b = file_[pos_++];
-      if (shift == 63 && b > 1)
-        return fail(start, fmt::format("expected {} (a varint), found one beyond 64 bits", what));
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-  }
-
-  bool svarint(int64_t& v, std::string_view what) {
-    uint64_t u = 0;
-    if (!uvarint(u, what)) return false;
-    v = cst::unzigzag(u);
-    return true;
-  }
-
-  bool int32(int& v, std::string_view what) {
-    const uint64_t start = pos_;
-    int64_t s = 0;
-    if (!svarint(s, what)) return false;
-    if (s < std::numeric_limits<int>::min() || s > std::numeric_limits<int>::max())
-      return fail(start, fmt::format("expected {} to fit in 32 bits, found {}", what, s));
-    v = static_cast<int>(s);
-    return true;
-  }
-
-  bool string(std::string& s, std::string_view what) {
-    const uint64_t start = pos_;
-    uint64_t size = 0;
-    if (!uvarint(size, fmt::format("the length of {}", what))) return false;
-    if (size > left())
-      return fail(start, fmt::format("expected {} of {} bytes, the record has {} left", what, size,
-                                     left()));
-    s.assign(reinterpret_cast<const char*>(file_ + pos_), size);
-    pos_ += size;
-    return true;
-  }
-
-  bool skip(uint64_t n, std::string_view what) {
-    if (n > left())
-      return fail(pos_,
-                  fmt::format("expected {} of {} bytes, the record has {} left", what, n, left()));
-    pos_ += n;
-    return true;
-  }
-
- private:
-  const uint8_t* file_;
-  uint64_t pos_;
-  uint64_t end_;
-  Failure& failure_;
-};
-
-template <typename Enum>
-bool enum_value(Cursor& c, Enum& v, uint8_t max, bool lenient, std::string_view what) {
-  const uint64_t at = c.offset();
-  uint8_t b = 0;
-  if (!c.byte(b, what)) return false;
-  if (b > max && !lenient)
-    return c.fail(at, fmt::format("expected {} (0..{}), found {}", what, max, b));
-  v = static_cast<Enum>(b);
-  return true;
-}
 
 std::string_view tag_name(uint8_t tag) {
   switch (tag) {
@@ -372,174 +281,20 @@ bool Parser::event(Cursor& c, uint32_t thread, bool first, uint64_t& seq, uint64
   time_ns += static_cast<uint64_t>(time_delta);
   e.seq = seq;
   e.time_ns = time_ns;
-  const bool lax = lenient();
 
-  // A 1.x file has only the first six types.
-  switch (type > event_types() && type < kFirstExtensionEventType ? 0 : type) {
-    case static_cast<uint8_t>(EventType::alloc): {
-      AllocEvent a;
-      if (!c.uvarint(a.buffer_id, "a buffer id") || !c.uvarint(a.address, "an address") ||
-          !c.uvarint(a.size_bytes, "a size") || !c.uvarint(a.stream, "a stream") ||
-          !c.int32(a.device, "a device ordinal") ||
-          !enum_value(c, a.kind, static_cast<uint8_t>(AllocKind::pluggable), lax,
-                      "an allocation kind"))
-        return false;
-      e.data = a;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::free): {
-      FreeEvent f;
-      if (!c.uvarint(f.buffer_id, "a buffer id") || !c.uvarint(f.stream, "a stream") ||
-          !enum_value(c, f.kind, static_cast<uint8_t>(FreeKind::async), lax, "a free kind"))
-        return false;
-      e.data = f;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::launch): {
-      LaunchEvent l;
-      uint64_t kernel = 0, count = 0;
-      const uint64_t kernel_at = c.offset();
-      if (!c.uvarint(kernel, "a kernel id")) return false;
-      if (kernel >= out_.kernel_names.size())
-        return c.fail(kernel_at, fmt::format("expected a kernel id defined earlier in the file "
-                                             "(0..{}), found {}",
-                                             out_.kernel_names.size() - 1, kernel));
-      l.kernel_id = static_cast<uint32_t>(kernel);
-      if (!c.uvarint(l.stream, "a stream") || !c.int32(l.device, "a device ordinal") ||
-          !c.byte(l.flags, "launch flags") || !c.uvarint(count, "a buffer count"))
-        return false;
-      if (count > c.left())
-        return c.fail(c.offset(), fmt::format("expected at most {} buffer ids, found a count of {}",
-                                              c.left(), count));
-      l.buffers.resize(count);
-      for (uint64_t i = 0; i < count; ++i) {
-        if (i == 0) {
-          if (!c.uvarint(l.buffers[0], "a buffer id")) return false;
-        } else {
-          int64_t delta = 0;
-          if (!c.svarint(delta, "a buffer id delta")) return false;
-          l.buffers[i] = l.buffers[i - 1] + static_cast<uint64_t>(delta);
-        }
-      }
-      e.data = std::move(l);
-      break;
-    }
-    case static_cast<uint8_t>(EventType::copy): {
-      CopyEvent k;
-      uint8_t is_set = 0;
-      if (!c.uvarint(k.dst_buffer, "a destination buffer") ||
-          !c.uvarint(k.src_buffer, "a source buffer") || !c.uvarint(k.bytes, "a byte count") ||
-          !enum_value(c, k.direction, static_cast<uint8_t>(CopyDirection::unknown), lax,
-                      "a copy direction") ||
-          !c.uvarint(k.stream, "a stream"))
-        return false;
-      const uint64_t set_at = c.offset();
-      if (!c.byte(is_set, "the set flag")) return false;
-      if (is_set > 1)
-        return c.fail(set_at, fmt::format("expected a set flag 0 or 1, found {}", is_set));
-      k.is_set = is_set == 1;
-      e.data = k;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::vmm): {
-      VmmEvent v;
-      if (!enum_value(c, v.op, static_cast<uint8_t>(VmmOp::release), lax, "a vmm operation") ||
-          !c.uvarint(v.address, "an address") || !c.uvarint(v.size_bytes, "a size") ||
-          !c.uvarint(v.handle, "a handle"))
-        return false;
-      e.data = v;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::iteration):
-      e.data = IterationEvent{};
-      break;
-    case static_cast<uint8_t>(EventType::timing): {
-      TimingEvent t;
-      uint64_t back = 0;
-      const uint64_t back_at = c.offset();
-      if (!c.uvarint(back, "a timing's target distance")) return false;
-      if (back == 0 || back > seq)
-        return c.fail(back_at, fmt::format("expected a timing of an earlier event (1..{} back), "
-                                           "found {} back",
-                                           seq, back));
-      t.target_seq = seq - back;
-      if (!c.uvarint(t.start_ns, "a device start time") ||
-          !c.uvarint(t.duration_ns, "a device duration"))
-        return false;
-      e.data = t;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::eviction): {
-      EvictionEvent v;
-      if (!c.uvarint(v.buffer_id, "a buffer id") || !c.uvarint(v.bytes, "a byte count") ||
-          !enum_value(c, v.reason, static_cast<uint8_t>(EvictReason::plan), lax,
-                      "an eviction reason") ||
-          !c.uvarint(v.start_ns, "the eviction's start") ||
-          !c.uvarint(v.duration_ns, "the eviction's duration"))
-        return false;
-      e.data = v;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::prefetch): {
-      PrefetchEvent p;
-      if (!c.uvarint(p.buffer_id, "a buffer id") || !c.uvarint(p.bytes, "a byte count") ||
-          !enum_value(c, p.reason, static_cast<uint8_t>(PrefetchReason::unseen_use), lax,
-                      "a prefetch reason") ||
-          !c.uvarint(p.stream, "a stream"))
-        return false;
-      e.data = p;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::wait): {
-      WaitEvent w;
-      if (!c.uvarint(w.buffer_id, "a buffer id") || !c.uvarint(w.stream, "a stream")) return false;
-      e.data = w;
-      break;
-    }
-    case static_cast<uint8_t>(EventType::iteration_stats): {
-      // Length first, as for every extension event: fields a later minor
-      // appends are skipped.
-      uint64_t bytes = 0;
-      if (!c.uvarint(bytes, "an extension event's length")) return false;
-      const uint64_t start = c.offset();
-      if (bytes > c.left())
-        return c.fail(start, fmt::format("expected an iteration_stats event of {} bytes, found {} "
-                                         "left",
-                                         bytes, c.left()));
-      IterationStatsEvent s;
-      uint8_t followed = 0;
-      for (uint64_t* field :
-           {&s.iteration, &s.prefetches_planned, &s.prefetches_on_demand, &s.late_prefetches,
-            &s.late_ns, &s.evictions, &s.bytes_to_host, &s.bytes_to_device})
-        if (!c.uvarint(*field, "an iteration_stats field")) return false;
-      const uint64_t followed_at = c.offset();
-      if (!c.byte(followed, "the followed flag")) return false;
-      if (followed > 1)
-        return c.fail(followed_at,
-                      fmt::format("expected a followed flag 0 or 1, found {}", followed));
-      s.followed = followed == 1;
-      const uint64_t used = c.offset() - start;
-      if (used > bytes)
-        return c.fail(start, fmt::format("expected an iteration_stats event within its length of "
-                                         "{} bytes, its fields take {}",
-                                         bytes, used));
-      if (!c.skip(bytes - used, "the rest of an iteration_stats event")) return false;
-      e.data = s;
-      out_.events.push_back(std::move(e));
-      return true;  // extension events are counted only in the total
-    }
-    default: {
-      if (type < kFirstExtensionEventType || !lax)
-        return c.fail(e.offset,
-                      fmt::format("expected an event type (1..{}), found {}", event_types(), type));
-      uint64_t bytes = 0;
-      if (!c.uvarint(bytes, "an extension event's length") || !c.skip(bytes, "an extension event"))
-        return false;
+  const cst::PayloadContext context{lenient(), event_types(), out_.kernel_names.size()};
+  switch (cst::read_event_payload(c, type, context, e)) {
+    case cst::PayloadKind::failed:
+      return false;
+    case cst::PayloadKind::skipped:
       ++out_.skipped_events;
       return true;
-    }
+    case cst::PayloadKind::core:
+      ++counted_by_type_[type - 1];
+      break;
+    case cst::PayloadKind::extension:
+      break;  // extension events are counted only in the total
   }
-  ++counted_by_type_[type - 1];
   out_.events.push_back(std::move(e));
   return true;
 }

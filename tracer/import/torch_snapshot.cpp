@@ -26,20 +26,229 @@
 #include "tracer/import/json_importers.h"
 
 namespace cuswap::trace::import {
+namespace {
 
-bool import_torch_snapshot(simdjson::dom::object root, const JsonErrors& errors, Trace& out) {
-  out.format = TraceFormat::torch_snapshot;
-  TraceBuilder builder(out);
-  const JsonPath top;
-  simdjson::dom::element field;
+// What the snapshot says, across its devices.
+struct SnapshotRead {
+  SnapshotRead(const JsonErrors& json_errors, TraceBuilder& trace_builder, Trace& trace)
+      : errors(json_errors), builder(trace_builder), out(trace) {}
+
+  const JsonErrors& errors;
+  TraceBuilder& builder;
+  Trace& out;
   bool synthetic_times = false;
-  uint64_t unpaired_frees = 0, awaiting = 0;
+  uint64_t unpaired_frees = 0, awaiting = 0, before_history = 0;
   std::map<int, std::set<uint64_t>> allocated_in_trace;  // device -> addresses live at the end
   std::set<int> devices;
   // The snapshot's own accounting: the running sum of allocations and
   // completed frees in its history.
   int64_t reported_peak = 0;
   std::map<int, int64_t> device_peaks;
+};
+
+// One device's history as it is replayed.
+struct DeviceHistory {
+  explicit DeviceHistory(int ordinal) : device(ordinal) {}
+
+  int device;
+  std::unordered_map<uint64_t, size_t> live;  // addr -> tensor index
+  int64_t live_bytes = 0;
+  std::unordered_map<uint64_t, size_t> requested;  // frees requested, not yet completed
+};
+
+// One trace entry's fields; addr and size only for allocations and frees.
+struct Entry {
+  simdjson::dom::object object;
+  std::string_view action;
+  uint64_t addr = 0, size = 0;
+  int64_t time_ns = 0;
+};
+
+// The entry's name is its first frame's, where it has one.
+void name_from_frames(simdjson::dom::object entry, Tensor& t) {
+  simdjson::dom::element frames, first, name;
+  simdjson::dom::array frame_list;
+  std::string_view frame_name;
+  if (entry.at_key("frames").get(frames) == simdjson::SUCCESS &&
+      frames.get_array().get(frame_list) == simdjson::SUCCESS &&
+      frame_list.at(0).get(first) == simdjson::SUCCESS && find_member(first, "name", name) &&
+      name.get_string().get(frame_name) == simdjson::SUCCESS)
+    t.name = frame_name;
+}
+
+// Without time_us the entry's index stands for its time, 1 us apart.
+bool read_entry(simdjson::dom::element entry_e, const JsonPath& ep, size_t index, Entry& e,
+                SnapshotRead& r) {
+  simdjson::dom::element field;
+  if (!r.errors.object(entry_e, ep, e.object) || !r.errors.member(e.object, "action", ep, field) ||
+      !r.errors.string(field, ep.at("action"), e.action))
+    return false;
+  if (e.action == "alloc" || e.action == "free_completed" || e.action == "free_requested") {
+    if (!r.errors.member(e.object, "addr", ep, field) ||
+        !r.errors.uint64(field, ep.at("addr"), e.addr) ||
+        !r.errors.member(e.object, "size", ep, field) ||
+        !r.errors.uint64(field, ep.at("size"), e.size))
+      return false;
+  }
+  if (e.object.at_key("time_us").get(field) == simdjson::SUCCESS) {
+    if (!trace_time_ns(field, ep.at("time_us"), r.errors, e.time_ns)) return false;
+  } else {
+    r.synthetic_times = true;
+    e.time_ns = micros_to_ns(static_cast<int64_t>(index));
+  }
+  return true;
+}
+
+void add_allocation(const Entry& e, DeviceHistory& h, SnapshotRead& r) {
+  Tensor t;
+  t.size_bytes = e.size;
+  t.requested_bytes = e.size;
+  t.allocator = fmt::format("cuda:{}", h.device);
+  t.device = h.device;
+  t.address = e.addr;
+  t.alloc_ns = e.time_ns;
+  name_from_frames(e.object, t);
+  h.live[e.addr] = r.out.tensors.size();
+  r.builder.add_tensor(std::move(t));
+  h.live_bytes += static_cast<int64_t>(std::min<uint64_t>(e.size, INT64_MAX / 4));
+  r.reported_peak = std::max(r.reported_peak, h.live_bytes);
+  int64_t& device_peak = r.device_peaks[h.device];
+  device_peak = std::max(device_peak, h.live_bytes);
+}
+
+// A completed free ends the live allocation at its address; without one,
+// the memory was allocated before the history, persistent until now.
+void complete_free(const Entry& e, DeviceHistory& h, SnapshotRead& r) {
+  h.requested.erase(e.addr);
+  h.live_bytes -= static_cast<int64_t>(std::min<uint64_t>(e.size, INT64_MAX / 4));
+  const auto it = h.live.find(e.addr);
+  if (it != h.live.end()) {
+    r.out.tensors[it->second].free_ns = e.time_ns;
+    h.live.erase(it);
+    return;
+  }
+  ++r.unpaired_frees;
+  Tensor t;
+  t.size_bytes = e.size;
+  t.requested_bytes = e.size;
+  t.allocator = fmt::format("cuda:{}", h.device);
+  t.device = h.device;
+  t.address = e.addr;
+  t.persistent = true;
+  t.free_ns = e.time_ns;
+  r.builder.add_tensor(std::move(t));
+}
+
+// One device's trace entries, replayed in order.
+bool read_device(simdjson::dom::element per_device, const JsonPath& dp, int device,
+                 SnapshotRead& r) {
+  simdjson::dom::array entries;
+  if (!r.errors.array(per_device, dp, entries)) return false;
+  DeviceHistory h(device);
+  size_t i = 0;
+  for (simdjson::dom::element entry_e : entries) {
+    Entry e;
+    if (!read_entry(entry_e, dp.at(i), i, e, r)) return false;
+    ++i;
+    if (e.action == "alloc")
+      add_allocation(e, h, r);
+    else if (e.action == "free_requested")
+      h.requested[e.addr] = 1;
+    else if (e.action == "free_completed")
+      complete_free(e, h, r);
+  }
+  r.awaiting += h.requested.size();
+  for (const auto& [addr, index] : h.live) r.allocated_in_trace[device].insert(addr);
+  r.devices.insert(device);
+  return true;
+}
+
+// One block of a segment: an active block no trace entry allocated was
+// allocated before the history began, a persistent tensor.
+bool read_block(simdjson::dom::element block_e, const JsonPath& bp, int64_t device,
+                SnapshotRead& r) {
+  simdjson::dom::element field;
+  simdjson::dom::object block;
+  std::string_view state;
+  uint64_t addr = 0, size = 0, requested = 0;
+  if (!r.errors.object(block_e, bp, block) || !r.errors.member(block, "state", bp, field) ||
+      !r.errors.string(field, bp.at("state"), state) ||
+      !r.errors.member(block, "size", bp, field) || !r.errors.uint64(field, bp.at("size"), size))
+    return false;
+  if (block.at_key("address").get(field) == simdjson::SUCCESS &&
+      !r.errors.uint64(field, bp.at("address"), addr))
+    return false;
+  if (block.at_key("requested_size").get(field) == simdjson::SUCCESS &&
+      !r.errors.uint64(field, bp.at("requested_size"), requested))
+    return false;
+  if (!state.starts_with("active")) return true;
+  const int d = static_cast<int>(device);
+  r.devices.insert(d);
+  if (r.allocated_in_trace[d].count(addr)) return true;
+  ++r.before_history;
+  Tensor t;
+  t.size_bytes = size;
+  t.requested_bytes = requested ? requested : size;
+  t.allocator = fmt::format("cuda:{}", d);
+  t.device = d;
+  t.address = addr;
+  t.persistent = true;
+  r.builder.add_tensor(std::move(t));
+  return true;
+}
+
+bool read_segment(simdjson::dom::element seg_e, const JsonPath& gp, SnapshotRead& r) {
+  simdjson::dom::element field;
+  simdjson::dom::object seg;
+  simdjson::dom::array blocks;
+  int64_t device = 0;
+  if (!r.errors.object(seg_e, gp, seg)) return false;
+  if (seg.at_key("device").get(field) == simdjson::SUCCESS &&
+      !r.errors.int64(field, gp.at("device"), device))
+    return false;
+  if (device < 0 || device > 65535) return r.errors.fail(gp.at("device"), "a device ordinal");
+  if (!r.errors.member(seg, "blocks", gp, field) || !r.errors.array(field, gp.at("blocks"), blocks))
+    return false;
+  size_t b = 0;
+  const JsonPath blocks_path = gp.at("blocks");
+  for (simdjson::dom::element block_e : blocks)
+    if (!read_block(block_e, blocks_path.at(b++), device, r)) return false;
+  return true;
+}
+
+// The allocators (one per device), the reported peak and the notes.
+void report(SnapshotRead& r, bool have_traces) {
+  for (int d : r.devices) {
+    const auto peak = r.device_peaks.find(d);
+    r.builder.report_allocator(fmt::format("cuda:{}", d), MemorySpace::device, d,
+                               peak == r.device_peaks.end()
+                                   ? std::nullopt
+                                   : std::optional<uint64_t>(static_cast<uint64_t>(peak->second)));
+  }
+  if (have_traces) r.out.reported_peak_device_bytes = static_cast<uint64_t>(r.reported_peak);
+  r.builder.note("a memory snapshot names no ops: the trace has tensors only");
+  if (r.synthetic_times)
+    r.builder.note("entries without time_us: each entry is placed 1 us after the one before");
+  if (r.before_history)
+    r.builder.note(fmt::format("{} blocks active at the snapshot were allocated before the "
+                               "history began (persistent)",
+                               r.before_history));
+  if (r.unpaired_frees)
+    r.builder.note(
+        fmt::format("{} frees of memory allocated before the history", r.unpaired_frees));
+  if (r.awaiting)
+    r.builder.note(
+        fmt::format("{} frees requested but not completed by the snapshot", r.awaiting));
+}
+
+}  // namespace
+
+bool import_torch_snapshot(simdjson::dom::object root, const JsonErrors& errors, Trace& out) {
+  out.format = TraceFormat::torch_snapshot;
+  TraceBuilder builder(out);
+  SnapshotRead read(errors, builder, out);
+  const JsonPath top;
+  simdjson::dom::element field;
 
   simdjson::dom::array traces;
   const bool have_traces = root.at_key("device_traces").get(field) == simdjson::SUCCESS;
@@ -48,158 +257,21 @@ bool import_torch_snapshot(simdjson::dom::object root, const JsonErrors& errors,
     if (!errors.array(field, tp, traces)) return false;
     int device = 0;
     for (simdjson::dom::element per_device : traces) {
-      const JsonPath dp = tp.at(static_cast<size_t>(device));
-      simdjson::dom::array entries;
-      if (!errors.array(per_device, dp, entries)) return false;
-      std::unordered_map<uint64_t, size_t> live;  // addr -> tensor index
-      int64_t live_bytes = 0;
-      std::unordered_map<uint64_t, size_t> requested;
-      size_t i = 0;
-      for (simdjson::dom::element entry_e : entries) {
-        const JsonPath ep = dp.at(i);
-        simdjson::dom::object entry;
-        std::string_view action;
-        uint64_t addr = 0, size = 0;
-        if (!errors.object(entry_e, ep, entry) || !errors.member(entry, "action", ep, field) ||
-            !errors.string(field, ep.at("action"), action))
-          return false;
-        const bool is_alloc = action == "alloc";
-        const bool is_free = action == "free_completed" || action == "free_requested";
-        if (is_alloc || is_free) {
-          if (!errors.member(entry, "addr", ep, field) || !errors.uint64(field, ep.at("addr"), addr) ||
-              !errors.member(entry, "size", ep, field) || !errors.uint64(field, ep.at("size"), size))
-            return false;
-        }
-        int64_t time_ns = 0;
-        if (entry.at_key("time_us").get(field) == simdjson::SUCCESS) {
-          if (!trace_time_ns(field, ep.at("time_us"), errors, time_ns)) return false;
-        } else {
-          synthetic_times = true;
-          time_ns = micros_to_ns(static_cast<int64_t>(i));
-        }
-        ++i;
-        if (is_alloc) {
-          Tensor t;
-          t.size_bytes = size;
-          t.requested_bytes = size;
-          t.allocator = fmt::format("cuda:{}", device);
-          t.device = device;
-          t.address = addr;
-          t.alloc_ns = time_ns;
-          simdjson::dom::element frames, first, name;
-          simdjson::dom::array frame_list;
-          std::string_view frame_name;
-          if (entry.at_key("frames").get(frames) == simdjson::SUCCESS &&
-              frames.get_array().get(frame_list) == simdjson::SUCCESS &&
-              frame_list.at(0).get(first) == simdjson::SUCCESS && find_member(first, "name", name) &&
-              name.get_string().get(frame_name) == simdjson::SUCCESS)
-            t.name = frame_name;
-          live[addr] = out.tensors.size();
-          builder.add_tensor(std::move(t));
-          live_bytes += static_cast<int64_t>(std::min<uint64_t>(size, INT64_MAX / 4));
-          reported_peak = std::max(reported_peak, live_bytes);
-          int64_t& device_peak = device_peaks[device];
-          device_peak = std::max(device_peak, live_bytes);
-        } else if (action == "free_requested") {
-          requested[addr] = 1;
-        } else if (action == "free_completed") {
-          requested.erase(addr);
-          live_bytes -= static_cast<int64_t>(std::min<uint64_t>(size, INT64_MAX / 4));
-          const auto it = live.find(addr);
-          if (it != live.end()) {
-            out.tensors[it->second].free_ns = time_ns;
-            live.erase(it);
-          } else {
-            ++unpaired_frees;
-            Tensor t;
-            t.size_bytes = size;
-            t.requested_bytes = size;
-            t.allocator = fmt::format("cuda:{}", device);
-            t.device = device;
-            t.address = addr;
-            t.persistent = true;
-            t.free_ns = time_ns;
-            builder.add_tensor(std::move(t));
-          }
-        }
-      }
-      awaiting += requested.size();
-      for (const auto& [addr, index] : live) allocated_in_trace[device].insert(addr);
-      devices.insert(device);
+      if (!read_device(per_device, tp.at(static_cast<size_t>(device)), device, read)) return false;
       ++device;
     }
   }
 
-  uint64_t before_history = 0;
   if (root.at_key("segments").get(field) == simdjson::SUCCESS) {
     const JsonPath sp = top.at("segments");
     simdjson::dom::array segments;
     if (!errors.array(field, sp, segments)) return false;
     size_t s = 0;
-    for (simdjson::dom::element seg_e : segments) {
-      const JsonPath gp = sp.at(s++);
-      simdjson::dom::object seg;
-      simdjson::dom::array blocks;
-      int64_t device = 0;
-      if (!errors.object(seg_e, gp, seg)) return false;
-      if (seg.at_key("device").get(field) == simdjson::SUCCESS &&
-          !errors.int64(field, gp.at("device"), device))
-        return false;
-      if (device < 0 || device > 65535) return errors.fail(gp.at("device"), "a device ordinal");
-      if (!errors.member(seg, "blocks", gp, field) || !errors.array(field, gp.at("blocks"), blocks))
-        return false;
-      size_t b = 0;
-      const JsonPath blocks_path = gp.at("blocks");
-      for (simdjson::dom::element block_e : blocks) {
-        const JsonPath bp = blocks_path.at(b++);
-        simdjson::dom::object block;
-        std::string_view state;
-        uint64_t addr = 0, size = 0, requested = 0;
-        if (!errors.object(block_e, bp, block) || !errors.member(block, "state", bp, field) ||
-            !errors.string(field, bp.at("state"), state) ||
-            !errors.member(block, "size", bp, field) || !errors.uint64(field, bp.at("size"), size))
-          return false;
-        if (block.at_key("address").get(field) == simdjson::SUCCESS &&
-            !errors.uint64(field, bp.at("address"), addr))
-          return false;
-        if (block.at_key("requested_size").get(field) == simdjson::SUCCESS &&
-            !errors.uint64(field, bp.at("requested_size"), requested))
-          return false;
-        if (!state.starts_with("active")) continue;
-        const int d = static_cast<int>(device);
-        devices.insert(d);
-        if (allocated_in_trace[d].count(addr)) continue;
-        ++before_history;
-        Tensor t;
-        t.size_bytes = size;
-        t.requested_bytes = requested ? requested : size;
-        t.allocator = fmt::format("cuda:{}", d);
-        t.device = d;
-        t.address = addr;
-        t.persistent = true;
-        builder.add_tensor(std::move(t));
-      }
-    }
+    for (simdjson::dom::element seg_e : segments)
+      if (!read_segment(seg_e, sp.at(s++), read)) return false;
   }
 
-  for (int d : devices) {
-    const auto peak = device_peaks.find(d);
-    builder.report_allocator(fmt::format("cuda:{}", d), MemorySpace::device, d,
-                             peak == device_peaks.end()
-                                 ? std::nullopt
-                                 : std::optional<uint64_t>(static_cast<uint64_t>(peak->second)));
-  }
-  if (have_traces) out.reported_peak_device_bytes = static_cast<uint64_t>(reported_peak);
-  builder.note("a memory snapshot names no ops: the trace has tensors only");
-  if (synthetic_times)
-    builder.note("entries without time_us: each entry is placed 1 us after the one before");
-  if (before_history)
-    builder.note(fmt::format("{} blocks active at the snapshot were allocated before the "
-                             "history began (persistent)", before_history));
-  if (unpaired_frees)
-    builder.note(fmt::format("{} frees of memory allocated before the history", unpaired_frees));
-  if (awaiting)
-    builder.note(fmt::format("{} frees requested but not completed by the snapshot", awaiting));
+  report(read, have_traces);
   builder.finish();
   return true;
 }
