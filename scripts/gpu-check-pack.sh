@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+source scripts/cuda-home.sh
 
 max_bytes=$((48 << 20))
 say() { echo "gpu-check pack: $*"; }
@@ -33,27 +34,39 @@ allowed_system='^(linux-vdso|ld-linux-x86-64|libc|libm|libdl|libpthread|librt|li
 pack_files=(cli/cuswap hooks/libcuswap.so bench/replay/cuswap-replay
             bench/replay/cuswap_replay_kernels.fatbin bench/cuswap-driver-probe
             tests/simcuda/libcuda.so.1)
-source_files=(scripts/gpu-check.sh scripts/gpu-check-pack.sh scripts/gpu_train_check.py
+source_files=(scripts/gpu-check.sh scripts/gpu-check-pack.sh scripts/cuda-home.sh
+              scripts/gpu_train_check.py
               scripts/gpu_check_report.py
               tests/data/gpu/torch-resnet50-v100.trace.json.gz
               tests/data/tf1/seq2seq-t100-b4.step_stats.pb.gz)
 
 is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
 
+# libraries FILE: one line per library FILE loads, "NAME PATH", as ldd
+# finds them with an empty LD_LIBRARY_PATH (PATH "-": not found); fails,
+# with ldd's words on stdout, when ldd does.
+libraries() {
+  local listing line path
+  listing=$(env -u LD_LIBRARY_PATH ldd "$1" 2>&1) || { echo "$listing"; return 1; }
+  while IFS= read -r line; do
+    line=${line#"${line%%[![:space:]]*}"}
+    case "$line" in
+      "" | "statically linked") ;;
+      *"=> not found"*) echo "${line%% *} -" ;;
+      *" => "*) path=${line#*=> }; echo "${line%% =>*} ${path%% (*}" ;;
+      *) path=${line%% (*}; echo "${path##*/} $path" ;;
+    esac
+  done <<<"$listing"
+}
+
 # check_file FILE PACK: prints one line per library that does not resolve
 # inside PACK or from the allowed system set; returns 1 if any.
 check_file() {
-  local file=$1 pack=$2 line name path bad=0 listing
-  listing=$(env -u LD_LIBRARY_PATH ldd "$file" 2>&1) || { echo "$file: ldd failed: $listing"; return 1; }
-  while IFS= read -r line; do
-    line=${line#"${line%%[![:space:]]*}"}
-    [ -n "$line" ] || continue
-    case "$line" in
-      *"=> not found"*) echo "$file: ${line%% *} not found"; bad=1; continue ;;
-      *" => "*) name=${line%% =>*}; path=${line#*=> }; path=${path%% (*} ;;
-      "statically linked") continue ;;
-      *) path=${line%% (*}; name=${path##*/} ;;
-    esac
+  local file=$1 pack=$2 name path bad=0 listing
+  listing=$(libraries "$file") || { echo "$file: ldd failed: $listing"; return 1; }
+  while read -r name path; do
+    [ -n "$name" ] || continue
+    if [ "$path" = - ]; then echo "$file: $name not found"; bad=1; continue; fi
     if [[ $(realpath -m "$path") != "$pack"/* && ! ${name##*/} =~ $allowed_system ]]; then
       echo "$file: $name comes from $path, outside the pack and not a system library the GPU machine has"
       bad=1
@@ -98,16 +111,13 @@ needs() {
 build() {
   local dir=$1
   [ -n "$dir" ] || die "build needs a folder: scripts/gpu-check.sh --pack DIR"
-  local tree=${CUSWAP_PACK_BUILD:-build-pack} jobs=${CUSWAP_PACK_JOBS:-$(nproc)} t0 cuda_home=""
+  local tree=${CUSWAP_PACK_BUILD:-build-pack} jobs=${CUSWAP_PACK_JOBS:-$(nproc)} t0 cuda_home
   [[ $tree = /* ]] || tree=$root/$tree
   [[ $dir = /* ]] || dir=$(pwd)/$dir
   if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ] && [ ! -f "$dir/MANIFEST" ]; then
     die "$dir exists, is not empty and holds no MANIFEST: not replacing what is not a pack"
   fi
-  for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
-    if [ -n "$d" ] && [ -f "$d/include/cuda.h" ]; then cuda_home=$d; break; fi
-  done
-  [ -n "$cuda_home" ] || die "cuda.h not found (looked in \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda, /usr)"
+  cuda_home=$(cuda_home) || die "cuda.h not found (looked in $cuda_home_looked_in)"
   local nvcc
   nvcc=$(command -v nvcc || echo "$cuda_home/bin/nvcc")
   [ -x "$nvcc" ] || die "nvcc not found: the replay's GPU kernels cannot be built"
@@ -148,17 +158,16 @@ build() {
   (cd "$root/python" && find cuswap -name '*.py' -print0 | xargs -0 cp --parents -t "$dir/python")
 
   # Carry every library outside the allowed set, by its soname.
-  local line name path
+  local name path listing
   for f in "${pack_files[@]}"; do
     is_elf "$dir/$f" || continue
-    while IFS= read -r line; do
-      [[ $line == *" => /"* ]] || continue
-      name=$(echo "$line" | awk '{print $1}')
-      path=$(echo "$line" | awk '{print $3}')
+    listing=$(libraries "$dir/$f") || die "$dir/$f: ldd failed: $listing"
+    while read -r name path; do
+      [[ $path == /* ]] || continue
       [[ $name =~ $allowed_system ]] && continue
       [[ $(realpath "$path") = "$dir"/* ]] && continue
       [ -f "$dir/lib/$name" ] || { cp -L "$path" "$dir/lib/$name"; strip --strip-unneeded "$dir/lib/$name"; }
-    done < <(env -u LD_LIBRARY_PATH ldd "$dir/$f")
+    done <<<"$listing"
   done
 
   write_manifest "$dir" "$tree" "$nvcc"

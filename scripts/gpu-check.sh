@@ -89,13 +89,9 @@ step() { echo; echo "== gpu-check: $*"; }
 
 # --- step 1: the build -------------------------------------------------------
 
+source scripts/cuda-home.sh
 cuda_home=""
-find_cuda() {
-  for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
-    if [ -n "$dir" ] && [ -f "$dir/include/cuda.h" ]; then cuda_home=$dir; return 0; fi
-  done
-  return 1
-}
+find_cuda() { cuda_home=$(cuda_home); }
 
 nvcc=""
 find_nvcc() {
@@ -175,7 +171,7 @@ step_build() {
     say "CUSWAP_GPU_CHECK_NO_BUILD=1: using $build as it is"
   else
     if ! find_cuda; then
-      say "error: cuda.h not found (looked in \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda, /usr): install the CUDA toolkit"
+      say "error: cuda.h not found (looked in $cuda_home_looked_in): install the CUDA toolkit"
       return 1
     fi
     local missing

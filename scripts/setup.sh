@@ -37,13 +37,9 @@ if ((${#missing[@]})); then
 fi
 
 # The CUDA toolkit provides cuda.h; nothing here runs on a GPU.
-cuda_h=""
-for dir in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda /usr; do
-  [ -n "$dir" ] && [ -f "$dir/include/cuda.h" ] && { cuda_h="$dir/include/cuda.h"; break; }
-done
-if [ -z "$cuda_h" ]; then
-  echo "setup: cuda.h not found (looked in \$CUDA_HOME, \$CUDA_PATH, /usr/local/cuda, /usr):" \
-       "install the CUDA toolkit" >&2
+source "$(dirname "$0")/cuda-home.sh"
+if ! cuda_home >/dev/null; then
+  echo "setup: cuda.h not found (looked in $cuda_home_looked_in): install the CUDA toolkit" >&2
   exit 1
 fi
 
