@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/json_writer.h"
 #include "cli/policy_common.h"
 
 namespace cuswap::cli {
@@ -17,6 +18,35 @@ struct CompareOptions {
   PolicyArgs policy;
 };
 
+// --json: the trace and the bounds that every plan shares, then each
+// planner's plan size and simulation (the keys of write_result_json).
+std::string compare_json(const Loaded& l, const std::vector<policy::PlanOutcome>& outcomes) {
+  const policy::SimResult& first = outcomes.front().result;
+  JsonWriter j;
+  j.begin_object();
+  j.field("source", l.trace.source);
+  j.field("format", trace::format_name(l.trace.format));
+  j.field("budget_bytes", l.request.budget_bytes);
+  j.field("link", l.request.link.name);
+  j.field("time_scale", l.request.time_scale);
+  j.field("infinite_memory_ns", first.infinite_memory_ns);
+  j.field("infinite_memory_peak_bytes", first.infinite_memory_peak_bytes);
+  j.field("lower_bound_ns", first.lower_bound_ns);
+  j.field("time_bound_ns", first.time_bound_ns);
+  j.key("planners");
+  j.begin_array();
+  for (const policy::PlanOutcome& o : outcomes) {
+    j.begin_object();
+    j.field("planner", o.plan.planner);
+    j.field("entries", o.plan.entries.size());
+    write_result_json(j, o.result, l.workload);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  return j.finish();
+}
+
 Status run_compare(const CompareOptions& o, std::FILE* out) {
   Loaded loaded;
   std::string error;
@@ -28,20 +58,7 @@ Status run_compare(const CompareOptions& o, std::FILE* out) {
   const policy::SimResult& first = outcomes.front().result;
   std::string text;
   if (o.json) {
-    text = fmt::format(
-        "{{\n  \"source\": {},\n  \"format\": {},\n  \"budget_bytes\": {},\n  \"link\": {},\n"
-        "  \"time_scale\": {},\n  \"infinite_memory_ns\": {},\n  \"infinite_memory_peak_bytes\": "
-        "{},\n  \"lower_bound_ns\": {},\n  \"time_bound_ns\": {},\n  \"planners\": [\n",
-        json_string(loaded.trace.source), json_string(trace::format_name(loaded.trace.format)),
-        loaded.request.budget_bytes, json_string(loaded.request.link.name),
-        loaded.request.time_scale, first.infinite_memory_ns, first.infinite_memory_peak_bytes,
-        first.lower_bound_ns, first.time_bound_ns);
-    for (size_t i = 0; i < outcomes.size(); ++i)
-      text += fmt::format("    {{\n      \"planner\": {},\n      \"entries\": {},\n{}\n    }}{}\n",
-                          json_string(outcomes[i].plan.planner), outcomes[i].plan.entries.size(),
-                          render_result_json(outcomes[i].result, loaded.workload, "      "),
-                          i + 1 < outcomes.size() ? "," : "");
-    text += "  ]\n}\n";
+    text = compare_json(loaded, outcomes);
   } else {
     text = fmt::format("{}: {} trace; budget {} ({} bytes); link {}; time scale {:g}\n",
                        loaded.trace.source, trace::format_name(loaded.trace.format),

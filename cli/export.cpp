@@ -4,12 +4,14 @@
 //
 // Layout: one process "device N (simulated)"; thread 1 compute, thread 2
 // H2D, thread 3 D2H; a counter "device memory" in bytes. Times are the
-// simulation's, in microseconds (the format's unit), from 0.
+// simulation's, in microseconds (the format's unit), from 0. One event a
+// line (Note [One-line containers] in cli/json_writer.h).
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/json_writer.h"
 #include "cli/policy_common.h"
 
 namespace cuswap::cli {
@@ -29,49 +31,97 @@ double us(int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
 }
 
+// Opens an event, one line (Note [One-line containers]), with its phase,
+// process and thread.
+void begin_event(JsonWriter& j, std::string_view phase, int tid) {
+  j.begin_object(Layout::line);
+  j.field("ph", phase);
+  j.field("pid", 1);
+  j.field("tid", tid);
+}
+
+// In microseconds, the format's unit, to three places: to the nanosecond.
+void time_fields(JsonWriter& j, int64_t start_ns, int64_t end_ns) {
+  j.field("ts", Fixed{us(start_ns), 3});
+  j.field("dur", Fixed{us(end_ns - start_ns), 3});
+}
+
+void metadata(JsonWriter& j, std::string_view name, int tid, std::string_view value) {
+  begin_event(j, "M", tid);
+  j.field("name", name);
+  j.key("args");
+  j.begin_object();
+  j.field("name", value);
+  j.end_object();
+  j.end_object();
+}
+
+std::string copy_name(const policy::Workload& w, const policy::CopySpan& c) {
+  const std::string& tensor = w.tensors[c.tensor].name;
+  std::string name = c.to_device ? (c.on_demand ? "fetch " : "prefetch ") : "evict ";
+  name += tensor.empty() ? fmt::format("tensor #{}", c.tensor) : tensor;
+  if (c.tensors > 1) name += fmt::format(" +{}", c.tensors - 1);
+  return name;
+}
+
 std::string render_perfetto(const Loaded& l, const policy::Plan& plan, const policy::SimResult& r) {
   const policy::Workload& w = l.workload;
-  std::string out = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
-  const auto meta = [&](std::string_view name, int tid, std::string_view value) {
-    out += fmt::format(
-        "{{\"ph\": \"M\", \"pid\": 1, \"tid\": {}, \"name\": {}, \"args\": {{\"name\": {}}}}},\n",
-        tid, json_string(name), json_string(value));
-  };
-  meta("process_name", 0,
-       fmt::format("device {} (simulated: {}, {} plan, time scale {:g})", w.device, r.link,
-                   plan.planner.empty() ? "no" : plan.planner, r.time_scale));
-  meta("thread_name", 1, "compute");
-  meta("thread_name", 2, "H2D copies");
-  meta("thread_name", 3, "D2H copies");
+  JsonWriter j;
+  j.begin_object();
+  j.field("displayTimeUnit", "ns");
+  j.key("traceEvents");
+  j.begin_array();
+  metadata(j, "process_name", 0,
+           fmt::format("device {} (simulated: {}, {} plan, time scale {:g})", w.device, r.link,
+                       plan.planner.empty() ? "no" : plan.planner, r.time_scale));
+  metadata(j, "thread_name", 1, "compute");
+  metadata(j, "thread_name", 2, "H2D copies");
+  metadata(j, "thread_name", 3, "D2H copies");
   for (const policy::OpSpan& s : r.ops) {
     const policy::WorkOp& op = w.ops[s.op];
-    out += fmt::format(
-        "{{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": {:.3f}, \"dur\": {:.3f}, \"name\": {}, "
-        "\"cat\": \"op\", \"args\": {{\"index\": {}, \"type\": {}}}}},\n",
-        us(s.start_ns), us(s.end_ns - s.start_ns), json_string(op.name), s.op,
-        json_string(op.type));
+    begin_event(j, "X", 1);
+    time_fields(j, s.start_ns, s.end_ns);
+    j.field("name", op.name);
+    j.field("cat", "op");
+    j.key("args");
+    j.begin_object();
+    j.field("index", s.op);
+    j.field("type", op.type);
+    j.end_object();
+    j.end_object();
   }
   for (const policy::CopySpan& c : r.copies) {
-    const std::string& tensor = w.tensors[c.tensor].name;
-    std::string name = c.to_device ? (c.on_demand ? "fetch " : "prefetch ") : "evict ";
-    name += tensor.empty() ? fmt::format("tensor #{}", c.tensor) : tensor;
-    if (c.tensors > 1) name += fmt::format(" +{}", c.tensors - 1);
-    out += fmt::format(
-        "{{\"ph\": \"X\", \"pid\": 1, \"tid\": {}, \"ts\": {:.3f}, \"dur\": {:.3f}, \"name\": {}, "
-        "\"cat\": \"copy\", \"args\": {{\"bytes\": {}, \"tensors\": {}}}}},\n",
-        c.to_device ? 2 : 3, us(c.start_ns), us(c.end_ns - c.start_ns), json_string(name), c.bytes,
-        c.tensors);
+    begin_event(j, "X", c.to_device ? 2 : 3);
+    time_fields(j, c.start_ns, c.end_ns);
+    j.field("name", copy_name(w, c));
+    j.field("cat", "copy");
+    j.key("args");
+    j.begin_object();
+    j.field("bytes", c.bytes);
+    j.field("tensors", c.tensors);
+    j.end_object();
+    j.end_object();
   }
-  for (const policy::MemorySample& m : r.memory)
-    out += fmt::format(
-        "{{\"ph\": \"C\", \"pid\": 1, \"tid\": 0, \"ts\": {:.3f}, \"name\": \"device memory\", "
-        "\"args\": {{\"bytes\": {}}}}},\n",
-        us(m.time_ns), m.bytes);
-  // The last event carries no trailing comma.
-  out += fmt::format(
-      "{{\"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"name\": \"process_sort_index\", \"args\": "
-      "{{\"sort_index\": 0}}}}\n]}}\n");
-  return out;
+  for (const policy::MemorySample& m : r.memory) {
+    begin_event(j, "C", 0);
+    j.field("ts", Fixed{us(m.time_ns), 3});
+    j.field("name", "device memory");
+    j.key("args");
+    j.begin_object();
+    j.field("bytes", m.bytes);
+    j.end_object();
+    j.end_object();
+  }
+  begin_event(j, "M", 0);
+  j.field("name", "process_sort_index");
+  j.key("args");
+  j.begin_object();
+  j.field("sort_index", 0);
+  j.end_object();
+  j.end_object();
+  j.end_array();
+  j.end_object();
+  return j.finish();
 }
 
 Status run_export(const ExportOptions& o) {

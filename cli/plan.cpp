@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/json_writer.h"
 #include "cli/policy_common.h"
 #include "policy/batch_scaling.h"
 
@@ -86,11 +87,19 @@ std::string summary(const Loaded& l, const policy::PlanOutcome& o) {
 // the plan moves and where it was written.
 std::string summary_json(const Loaded& l, const policy::PlanOutcome& o, const std::string& output) {
   const Moves m = moves_of(o.plan);
-  return fmt::format(
-      "{{\n{},\n  \"groups\": {},\n  \"out_bytes\": {},\n  \"in_bytes\": {},\n"
-      "  \"output\": {}\n}}\n",
-      render_run_json(l, o.plan, o.plan.entries.size(), o.result), m.groups, m.out_bytes,
-      m.in_bytes, output.empty() ? "null" : json_string(output));
+  JsonWriter j;
+  j.begin_object();
+  write_run_json(j, l, o.plan, o.plan.entries.size(), o.result);
+  j.field("groups", m.groups);
+  j.field("out_bytes", m.out_bytes);
+  j.field("in_bytes", m.in_bytes);
+  j.key("output");
+  if (output.empty())
+    j.null();
+  else
+    j.value(output);
+  j.end_object();
+  return j.finish();
 }
 
 // `plan` naming its tensors by the sizes asked, which the runtime matches,
@@ -144,6 +153,40 @@ Status run_single(const PlanOptions& o, std::FILE* out, std::FILE* err) {
   return {};
 }
 
+// --max-batch --json: the question (budget, overhead, link, time scale, the
+// traced batches) and one row per policy, each on one line.
+std::string max_batch_json(const policy::BatchModel& model, const policy::PlanRequest& request,
+                           double max_overhead, const std::vector<policy::MaxBatchRow>& rows) {
+  JsonWriter j;
+  j.begin_object();
+  j.field("budget_bytes", request.budget_bytes);
+  j.field("max_overhead", max_overhead);
+  j.field("link", request.link.name);
+  j.field("time_scale", request.time_scale);
+  j.key("batches");
+  j.begin_array(Layout::line);
+  for (uint32_t b : model.batches)
+    j.value(b);
+  j.end_array();
+  j.field("matched_tensors", model.matched_tensors);
+  j.key("rows");
+  j.begin_array();
+  for (const policy::MaxBatchRow& row : rows) {
+    j.begin_object(Layout::line);
+    j.field("planner", row.planner);
+    j.field("max_batch", row.max_batch);
+    j.field("capped", row.capped);
+    j.field("peak_bytes", row.peak_bytes);
+    j.field("iteration_ns", row.iteration_ns);
+    j.field("overhead", Fixed{row.overhead, 6});
+    j.field("limit", row.limit);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  return j.finish();
+}
+
 Status run_max_batch(const PlanOptions& o, std::FILE* out) {
   policy::BatchModel model;
   policy::PlanRequest request;
@@ -157,21 +200,7 @@ Status run_max_batch(const PlanOptions& o, std::FILE* out) {
       policy::max_batch(model, options, policy::all_planners());
   std::string text;
   if (o.json) {
-    text = fmt::format(
-        "{{\n  \"budget_bytes\": {},\n  \"max_overhead\": {},\n  \"link\": {},\n"
-        "  \"time_scale\": {},\n  \"batches\": [",
-        request.budget_bytes, o.max_overhead, json_string(request.link.name), request.time_scale);
-    for (size_t i = 0; i < model.batches.size(); ++i)
-      text += fmt::format("{}{}", i ? ", " : "", model.batches[i]);
-    text += fmt::format("],\n  \"matched_tensors\": {},\n  \"rows\": [\n", model.matched_tensors);
-    for (size_t i = 0; i < rows.size(); ++i)
-      text += fmt::format(
-          "    {{\"planner\": {}, \"max_batch\": {}, \"capped\": {}, \"peak_bytes\": {}, "
-          "\"iteration_ns\": {}, \"overhead\": {:.6f}, \"limit\": {}}}{}\n",
-          json_string(rows[i].planner), rows[i].max_batch, rows[i].capped ? "true" : "false",
-          rows[i].peak_bytes, rows[i].iteration_ns, rows[i].overhead, json_string(rows[i].limit),
-          i + 1 < rows.size() ? "," : "");
-    text += "  ]\n}\n";
+    text = max_batch_json(model, request, o.max_overhead, rows);
   } else {
     text = fmt::format("budget {}, link {}, time scale {:g}, overhead at most {:.0f}%\n",
                        human_bytes(request.budget_bytes), request.link.name, request.time_scale,

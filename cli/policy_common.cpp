@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/input_limit.h"
+#include "cli/json_writer.h"
 #include "common/config.h"
 #include "tracer/import/import.h"
 
@@ -308,64 +309,77 @@ std::string render_result_text(const policy::SimResult& r, const policy::Workloa
   return out;
 }
 
-std::string render_result_json(const policy::SimResult& r, const policy::Workload& w,
-                               const std::string& indent) {
-  std::string out;
-  const auto key = [&](std::string_view name, const std::string& value) {
-    out += fmt::format("{}{}{}: {}", out.empty() ? "" : ",\n", indent, json_string(name), value);
-  };
-  key("link", json_string(r.link));
-  key("time_scale", fmt::format("{}", r.time_scale));
-  key("budget_bytes", r.budget_bytes == UINT64_MAX ? "null" : fmt::format("{}", r.budget_bytes));
-  key("fits", r.fits ? "true" : "false");
-  key("peak_bytes", fmt::format("{}", r.peak_bytes));
-  key("infinite_memory_peak_bytes", fmt::format("{}", r.infinite_memory_peak_bytes));
-  key("iteration_ns", fmt::format("{}", r.iteration_ns));
-  key("infinite_memory_ns", fmt::format("{}", r.infinite_memory_ns));
-  key("lower_bound_ns", fmt::format("{}", r.lower_bound_ns));
-  key("time_bound_ns", fmt::format("{}", r.time_bound_ns));
-  key("overhead", fmt::format("{:.6f}", r.overhead()));
-  key("stall_ns", fmt::format("{}", r.stall_ns));
-  key("h2d_bytes", fmt::format("{}", r.h2d_bytes));
-  key("d2h_bytes", fmt::format("{}", r.d2h_bytes));
-  key("evictions", fmt::format("{}", r.evictions));
-  key("forced_evictions", fmt::format("{}", r.forced_evictions));
-  key("prefetches", fmt::format("{}", r.prefetches));
-  key("late_prefetches", fmt::format("{}", r.late_prefetches));
-  key("demand_fetches", fmt::format("{}", r.demand_fetches));
-  key("cancelled_evictions", fmt::format("{}", r.cancelled_evictions));
-  key("wasted_evictions", fmt::format("{}", r.wasted_evictions));
-  if (r.shortfall) {
-    std::string largest;
-    for (uint32_t t : r.shortfall->largest)
-      largest += fmt::format("{}{{\"name\": {}, \"size_bytes\": {}}}", largest.empty() ? "" : ", ",
-                             json_string(w.tensors[t].name), w.tensors[t].size_bytes);
-    key("shortfall",
-        fmt::format("{{\"op\": {}, \"op_name\": {}, \"required_bytes\": {}, \"over_bytes\": {}, "
-                    "\"largest\": [{}]}}",
-                    r.shortfall->op, json_string(w.ops[r.shortfall->op].name),
-                    r.shortfall->required_bytes, r.shortfall->over_bytes, largest));
-  } else {
-    key("shortfall", "null");
+void write_result_json(JsonWriter& j, const policy::SimResult& r, const policy::Workload& w) {
+  j.field("link", r.link);
+  j.field("time_scale", r.time_scale);
+  j.key("budget_bytes");
+  if (r.budget_bytes == UINT64_MAX)
+    j.null();
+  else
+    j.value(r.budget_bytes);
+  j.field("fits", r.fits);
+  j.field("peak_bytes", r.peak_bytes);
+  j.field("infinite_memory_peak_bytes", r.infinite_memory_peak_bytes);
+  j.field("iteration_ns", r.iteration_ns);
+  j.field("infinite_memory_ns", r.infinite_memory_ns);
+  j.field("lower_bound_ns", r.lower_bound_ns);
+  j.field("time_bound_ns", r.time_bound_ns);
+  j.field("overhead", Fixed{r.overhead(), 6});
+  j.field("stall_ns", r.stall_ns);
+  j.field("h2d_bytes", r.h2d_bytes);
+  j.field("d2h_bytes", r.d2h_bytes);
+  j.field("evictions", r.evictions);
+  j.field("forced_evictions", r.forced_evictions);
+  j.field("prefetches", r.prefetches);
+  j.field("late_prefetches", r.late_prefetches);
+  j.field("demand_fetches", r.demand_fetches);
+  j.field("cancelled_evictions", r.cancelled_evictions);
+  j.field("wasted_evictions", r.wasted_evictions);
+  j.key("shortfall");
+  if (!r.shortfall) {
+    j.null();
+    return;
   }
-  return out;
+  const policy::Shortfall& s = *r.shortfall;
+  j.begin_object(Layout::line);
+  j.field("op", s.op);
+  j.field("op_name", w.ops[s.op].name);
+  j.field("required_bytes", s.required_bytes);
+  j.field("over_bytes", s.over_bytes);
+  j.key("largest");
+  j.begin_array();
+  for (uint32_t t : s.largest) {
+    j.begin_object();
+    j.field("name", w.tensors[t].name);
+    j.field("size_bytes", w.tensors[t].size_bytes);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
 }
 
-std::string render_run_json(const Loaded& l, const policy::Plan& plan, size_t entries,
-                            const policy::SimResult& r) {
+void write_run_json(JsonWriter& j, const Loaded& l, const policy::Plan& plan, size_t entries,
+                    const policy::SimResult& r) {
   const policy::Workload& w = l.workload;
-  std::string notes = "[";
-  for (size_t i = 0; i < w.notes.size(); ++i)
-    notes += (i ? ", " : "") + json_string(w.notes[i]);
-  notes += "]";
-  return fmt::format(
-      "  \"source\": {},\n  \"format\": {},\n  \"device\": {},\n  \"iteration\": {},\n"
-      "  \"ops\": {},\n  \"tensors\": {},\n  \"planner\": {},\n  \"mode\": {},\n"
-      "  \"entries\": {},\n{},\n  \"notes\": {}",
-      json_string(l.trace.source), json_string(trace::format_name(l.trace.format)), w.device,
-      w.iteration == trace::kNoIteration ? "null" : fmt::format("{}", w.iteration), w.ops.size(),
-      w.tensors.size(), json_string(plan.planner), json_string(policy::mode_name(plan.mode)),
-      entries, render_result_json(r, w, "  "), notes);
+  j.field("source", l.trace.source);
+  j.field("format", trace::format_name(l.trace.format));
+  j.field("device", w.device);
+  j.key("iteration");
+  if (w.iteration == trace::kNoIteration)
+    j.null();
+  else
+    j.value(w.iteration);
+  j.field("ops", w.ops.size());
+  j.field("tensors", w.tensors.size());
+  j.field("planner", plan.planner);
+  j.field("mode", policy::mode_name(plan.mode));
+  j.field("entries", entries);
+  write_result_json(j, r, w);
+  j.key("notes");
+  j.begin_array(Layout::line);
+  for (const std::string& note : w.notes)
+    j.value(note);
+  j.end_array();
 }
 
 bool write_out(std::FILE* out, const std::string& text) {

@@ -17,6 +17,7 @@
 
 namespace cuswap::cli {
 
+class JsonWriter;
 using trace::json_string;
 
 struct PolicyArgs {
@@ -70,16 +71,16 @@ std::string human_bytes(uint64_t bytes);
 std::string human_ns(int64_t ns);
 std::string describe_link(const policy::Link& link);
 
-// The report of one simulation: text lines, or the members of a JSON object
-// (without braces), with the keys docs/simulator.md lists.
+// The report of one simulation as text lines, or as members of the JSON
+// object open in `j`, with the keys docs/simulator.md lists.
 std::string render_result_text(const policy::SimResult& r, const policy::Workload& workload);
-std::string render_result_json(const policy::SimResult& r, const policy::Workload& workload,
-                               const std::string& indent);
-// The members (without braces) that `simulate --json` and `plan --json`
-// share: the trace and its window, the plan (its planner, mode and entries
-// resolved in the workload), the simulation's keys and the workload's notes.
-std::string render_run_json(const Loaded& l, const policy::Plan& plan, size_t entries,
-                            const policy::SimResult& r);
+void write_result_json(JsonWriter& j, const policy::SimResult& r, const policy::Workload& workload);
+// The members that `simulate --json` and `plan --json` share, written into
+// the object open in `j`: the trace and its window, the plan (its planner,
+// mode and entries resolved in the workload), the simulation's keys and the
+// workload's notes.
+void write_run_json(JsonWriter& j, const Loaded& l, const policy::Plan& plan, size_t entries,
+                    const policy::SimResult& r);
 // "the budget cannot be met: op … needs … at once, … over; its largest tensors: …"
 std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w);
 

@@ -5,11 +5,12 @@
 // for a .cst recording what cuswap itself moved (docs/report.md).
 //
 // cli/report.cpp gathers a ReportInput (the simulations, the planners, the
-// recording); render_report draws it. Every name from the trace goes
-// through html_text (cli/html.h). The page stays small at any trace size:
-// memory is drawn as a fixed number of columns, the largest tensors by
-// name and the rest as two groups, and copies or ops narrower than a pixel
-// are drawn merged.
+// recording); render_report draws it (cli/report_html.cpp, with the parts
+// that cli/report_draw.h lists). Every name from the trace goes through
+// html_text (cli/html.h). The page stays small at any trace size: memory
+// is drawn as a fixed number of columns, the largest tensors by name and
+// the rest as two groups, and copies or ops narrower than a pixel are
+// drawn merged.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/json_writer.h"
 #include "cli/policy_common.h"
 
 namespace cuswap::cli {
@@ -51,7 +52,11 @@ Status run_simulate(const SimulateOptions& o, std::FILE* out) {
   const policy::SimResult r = policy::simulate(loaded.workload, plan.mode, entries, sim);
   std::string text;
   if (o.json) {
-    text = "{\n" + render_run_json(loaded, plan, entries.size(), r) + "\n}\n";
+    JsonWriter j;
+    j.begin_object();
+    write_run_json(j, loaded, plan, entries.size(), r);
+    j.end_object();
+    text = j.finish();
   } else {
     text = header_text(loaded, plan, entries.size()) + render_result_text(r, loaded.workload);
   }
