@@ -1,20 +1,21 @@
 // The `cuswap` planner (the default): cost-model driven.
 //
 // Note [cuswap planner]
-// 1. Candidates are every time a tensor is away between two of its uses,
-//    and, for weights and optimizer state (resident at start, live at the
-//    end), the time from their last use to their first use in the next
-//    iteration (Note [Wrap entries] in policy/plan.h), and for state that
-//    is a new tensor each iteration, the time from the last use of the
-//    one left for the next iteration to the first use of the one the
-//    previous iteration left (Note [Carried tensors]); what is left for the
-//    next iteration with nothing from the previous one to pair with leaves
-//    after its last use and is not needed again in this one. Small tensors (a
-//    copy shorter than a few link latencies) that leave within a few ops
-//    of each other form one group while the group's time away still
-//    covers its two copies: it leaves after its last member's last use,
-//    comes back for its first member's next use, and moves as one copy
-//    each way, so many small tensors pay one latency.
+// 1. Candidates (policy/planners/cuswap_candidates.h) are every time a
+//    tensor is away between two of its uses, and, for weights and
+//    optimizer state (resident at start, live at the end), the time from
+//    their last use to their first use in the next iteration (Note [Wrap
+//    entries] in policy/plan.h), and for state that is a new tensor each
+//    iteration, the time from the last use of the one left for the next
+//    iteration to the first use of the one the previous iteration left
+//    (Note [Carried tensors]); what is left for the next iteration with
+//    nothing from the previous one to pair with leaves after its last use
+//    and is not needed again in this one. Small tensors (a copy shorter
+//    than a few link latencies) that leave within a few ops of each other
+//    form one group while the group's time away still covers its two
+//    copies: it leaves after its last member's last use, comes back for
+//    its first member's next use, and moves as one copy each way, so many
+//    small tensors pay one latency.
 // 2. The benefit of a candidate is bytes x the time it can stay away once
 //    both copies are paid; it is hideable when its time away covers the
 //    copy out and the copy back.
@@ -61,9 +62,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <tuple>
 
 #include "policy/planners/common.h"
+#include "policy/planners/cuswap_candidates.h"
 #include "policy/planners/planners.h"
 #include "policy/planners/schedule_state.h"
 
@@ -71,150 +72,17 @@ namespace cuswap::policy::planners {
 
 namespace {
 
-constexpr int64_t kSmallCopyLatencies = 4;  // below this many latencies of transfer: small
-constexpr int64_t kGroupLatencies = 16;     // a group grows to this many latencies of transfer
 // Members of a group leave within this many ops of the first: tried in turn
 // (one op: only what leaves after the same op).
 constexpr uint32_t kGroupSpans[] = {8, 0};
-constexpr uint32_t kNextSpanOps = 8;  // and are needed back within this many ops of the first
 constexpr int kFeedbackRounds = 4;
-constexpr int kDeferTries = 24;  // step 9's simulations
+constexpr int kDeferTries = 24;                           // step 9's simulations
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
-
-struct Candidate {
-  std::vector<uint32_t> tensors;
-  std::vector<uint32_t> nexts;  // per tensor: the use it comes back for
-  uint64_t bytes = 0;
-  uint32_t after = 0;   // leaves when this op ends
-  uint32_t next = 0;    // back for this op (the first of its tensors' next uses)
-  bool wraps = false;   // back in the next iteration (Note [Wrap entries])
-  int64_t idle_ns = 0;  // time away on the infinite-memory schedule
-  // Note [Carried tensors]: `tensors` leave for the next iteration, where
-  // they are `arriving` (the previous iteration's, byte for byte), back for
-  // `arriving_nexts`.
-  std::vector<uint32_t> arriving;
-  std::vector<uint32_t> arriving_nexts;
-  bool carries() const { return !arriving.empty(); }
-  // Left for the next iteration with nothing from the previous one to pair
-  // with: it leaves after its last use and is not needed again here.
-  bool stays_out = false;
-};
-
-// The time away from the end of `after` to the start of `next`.
-int64_t away_ns(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
-                bool stays_out = false) {
-  if (stays_out) return starts.back() - starts[after + 1];
-  const int64_t back = starts[next];
-  const int64_t out = starts[after + 1];
-  return wraps ? starts.back() - out + back : back - out;
-}
 
 // The latest op in the candidate's window that starts by `time_ns`.
 uint32_t trigger_by(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
                     int64_t time_ns) {
   return op_starting_in(starts, wraps ? 0 : after + 1, next, time_ns);
-}
-
-std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& request,
-                                  const std::vector<int64_t>& starts, uint32_t group_span) {
-  const auto n = static_cast<uint32_t>(workload.ops.size());
-  std::vector<Candidate> singles;
-  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
-    const WorkTensor& tensor = workload.tensors[t];
-    if (never_moves(tensor, request.swap_min_bytes)) continue;
-    const std::vector<uint32_t>& uses = tensor.uses;
-    const auto add = [&](uint32_t after, uint32_t next, bool wraps) {
-      singles.push_back({{t}, {next}, tensor.size_bytes, after, next, wraps, 0, {}, {}});
-    };
-    for (size_t i = 1; i < uses.size(); ++i)
-      if (uses[i] > uses[i - 1] + 1) add(uses[i - 1], uses[i], false);
-    if (tensor.resident_at_start() && tensor.free_op >= n && !uses.empty() &&
-        (uses.back() + 1 < n || uses.front() > 0))
-      add(uses.back(), uses.front(), true);
-  }
-  // Note [Carried tensors]: what the iteration frees of an earlier one's
-  // (resident at start, freed in it) and what it leaves for the next
-  // (allocated in it, live at the end), paired by size in program order.
-  std::map<uint64_t, std::vector<uint32_t>> heads, tails;
-  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
-    const WorkTensor& tensor = workload.tensors[t];
-    if (tensor.uses.empty() || never_moves(tensor, request.swap_min_bytes)) continue;
-    if (tensor.resident_at_start() && tensor.free_op < n) heads[tensor.size_bytes].push_back(t);
-    if (!tensor.resident_at_start() && tensor.free_op >= n) tails[tensor.size_bytes].push_back(t);
-  }
-  for (auto& [size, from_before] : heads) {
-    const auto it = tails.find(size);
-    if (it == tails.end()) continue;
-    std::vector<uint32_t>& for_next = it->second;
-    const auto first_use = [&](uint32_t t) { return workload.tensors[t].uses.front(); };
-    std::stable_sort(from_before.begin(), from_before.end(),
-                     [&](uint32_t a, uint32_t b) { return first_use(a) < first_use(b); });
-    const size_t pairs = std::min(from_before.size(), for_next.size());
-    for (size_t i = 0; i < pairs; ++i) {
-      const uint32_t after = workload.tensors[for_next[i]].uses.back();
-      const uint32_t next = first_use(from_before[i]);
-      if (after + 1 >= n && next == 0) continue;
-      Candidate c{{for_next[i]}, {next}, size, after, next, true, 0, {from_before[i]}, {next}};
-      singles.push_back(std::move(c));
-    }
-    for_next.erase(for_next.begin(), for_next.begin() + static_cast<ptrdiff_t>(pairs));
-  }
-  for (const auto& [size, for_next] : tails)
-    for (uint32_t t : for_next) {
-      const uint32_t after = workload.tensors[t].uses.back();
-      if (after + 1 >= n) continue;
-      Candidate c{{t}, {after}, size, after, after, false, 0, {}, {}};
-      c.stays_out = true;
-      singles.push_back(std::move(c));
-    }
-  const Link& link = request.link;
-  const auto transfer = [&](uint64_t bytes) { return link.copy_ns(bytes) - link.latency_ns; };
-  std::vector<Candidate> out, smalls;
-  for (Candidate& c : singles)
-    (transfer(c.bytes) < kSmallCopyLatencies * link.latency_ns ? smalls : out)
-        .push_back(std::move(c));
-  std::sort(smalls.begin(), smalls.end(), [](const Candidate& a, const Candidate& b) {
-    const bool ca = a.carries(), cb = b.carries();
-    return std::tie(a.wraps, ca, a.stays_out, a.after, a.next, a.tensors[0]) <
-           std::tie(b.wraps, cb, b.stays_out, b.after, b.next, b.tensors[0]);
-  });
-  for (size_t i = 0; i < smalls.size();) {
-    Candidate group = smalls[i];
-    size_t j = i + 1;
-    for (; j < smalls.size(); ++j) {
-      const Candidate& s = smalls[j];
-      if (s.wraps != group.wraps || s.carries() != group.carries() ||
-          s.stays_out != group.stays_out || s.after > smalls[i].after + group_span)
-        break;
-      // Members come back within a few ops of each other too: the group is
-      // fetched for the first of them.
-      if (!group.stays_out && s.next > group.next + kNextSpanOps) break;
-      const uint32_t after = std::max(group.after, s.after);
-      const uint32_t next = std::min(group.next, s.next);
-      const uint64_t bytes = group.bytes + s.bytes;
-      // One tensor is never twice in a group: its second gap starts where
-      // the first ends, so the merged window would be empty.
-      if (!group.wraps && !group.stays_out && after >= next) break;
-      if (group.wraps && !group.carries() && next > after) break;
-      if (transfer(bytes) > kGroupLatencies * link.latency_ns) break;
-      if (away_ns(starts, after, next, group.wraps, group.stays_out) <
-          (group.stays_out ? 1 : 2) * link.copy_ns(bytes))
-        break;
-      group.tensors.push_back(s.tensors[0]);
-      group.nexts.push_back(s.nexts[0]);
-      group.arriving.insert(group.arriving.end(), s.arriving.begin(), s.arriving.end());
-      group.arriving_nexts.insert(group.arriving_nexts.end(), s.arriving_nexts.begin(),
-                                  s.arriving_nexts.end());
-      group.bytes = bytes;
-      group.after = after;
-      group.next = next;
-    }
-    out.push_back(std::move(group));
-    i = j;
-  }
-  for (Candidate& c : out)
-    c.idle_ns = away_ns(starts, c.after, c.next, c.wraps, c.stays_out);
-  return out;
 }
 
 class CuswapPlanner final : public Planner {
