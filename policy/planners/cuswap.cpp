@@ -269,6 +269,68 @@ class Selection {
   std::vector<uint32_t> unhidden_;  // for step 4, in step 3's order
 };
 
+// Step 6's reading of one simulation, per group: its largest wait, the
+// earliest next use of its entries, and how much too early it was wanted
+// back while a copy out ran.
+struct Feedback {
+  std::map<uint32_t, int64_t> late, early;
+  std::map<uint32_t, uint32_t> first_use;
+  bool wasted = false;  // some entry's copy out was for nothing
+};
+
+Feedback feedback(const Plan& plan, const SimResult& result) {
+  Feedback f;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const PlanEntry& e = plan.entries[i];
+    f.late[e.group] = std::max(f.late[e.group], result.entry_late_ns[i]);
+    if (e.returns) {
+      const auto it = f.first_use.try_emplace(e.group, e.next_use.index).first;
+      it->second = std::min(it->second, e.next_use.index);
+    }
+    if (result.entry_cancelled[i] != 0) {
+      f.wasted = true;
+      f.early[e.group] = std::max(f.early[e.group], result.entry_early_ns[i]);
+    }
+  }
+  return f;
+}
+
+// Two ways past a copy for nothing: drop the entry, or (with `delay`)
+// fetch its group later, once the copy out is done (when that is still
+// before its next use). With `may_move`, waits move a group's trigger
+// earlier. `changed`: whether the plan returned differs.
+Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const Plan& plan,
+            const SimResult& result, const Feedback& f, bool may_move, bool delay, bool& changed) {
+  Plan next = plan;
+  next.entries.clear();
+  changed = false;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    PlanEntry e = plan.entries[i];
+    const bool too_early = f.early.count(e.group) != 0;
+    uint32_t trigger = e.prefetch_at.index;
+    if (too_early && delay && e.returns) {
+      const int64_t when = starts[trigger] + f.early.at(e.group);
+      const uint32_t last = f.first_use.at(e.group);
+      const auto it = std::lower_bound(starts.begin() + trigger, starts.begin() + last + 1, when);
+      trigger = static_cast<uint32_t>(it - starts.begin());
+      if (trigger > last) trigger = last;
+    } else if (result.entry_cancelled[i] != 0) {
+      changed = true;
+      continue;  // dropped
+    } else if (may_move && e.returns && f.late.at(e.group) > 0 && !too_early) {
+      const uint32_t after = e.evict_after.index, use = e.next_use.index;
+      const bool wraps = !e.leaves || use <= after;
+      trigger = trigger_by(starts, after, trigger, wraps, starts[trigger] - f.late.at(e.group));
+    }
+    if (e.returns && trigger != e.prefetch_at.index) {
+      e.prefetch_at = OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
+      changed = true;
+    }
+    next.entries.push_back(std::move(e));
+  }
+  return next;
+}
+
 class CuswapPlanner final : public Planner {
  public:
   std::string_view name() const override { return "cuswap"; }
@@ -444,64 +506,13 @@ class CuswapPlanner final : public Planner {
     // drops go on: it ends with no copy for nothing left.
     for (int round = 0;; ++round) {
       const bool may_move = round < 2 * kFeedbackRounds;
-      // Per group: its largest wait, the earliest next use of its entries,
-      // and how much too early it was wanted back while a copy out ran.
-      std::map<uint32_t, int64_t> late, early;
-      std::map<uint32_t, uint32_t> first_use;
-      bool wasted = false;
-      for (size_t i = 0; i < plan.entries.size(); ++i) {
-        const PlanEntry& e = plan.entries[i];
-        late[e.group] = std::max(late[e.group], result.entry_late_ns[i]);
-        if (e.returns) {
-          const auto it = first_use.try_emplace(e.group, e.next_use.index).first;
-          it->second = std::min(it->second, e.next_use.index);
-        }
-        if (result.entry_cancelled[i] != 0) {
-          wasted = true;
-          early[e.group] = std::max(early[e.group], result.entry_early_ns[i]);
-        }
-      }
-      if (!wasted && !may_move) break;
-      // Two ways past a copy for nothing: drop the entry, or fetch its group
-      // later, once the copy out is done (when that is still before its
-      // next use). Waits move a group's trigger earlier.
-      const auto revise = [&](bool delay, bool& changed) {
-        Plan next = plan;
-        next.entries.clear();
-        changed = false;
-        for (size_t i = 0; i < plan.entries.size(); ++i) {
-          PlanEntry e = plan.entries[i];
-          const bool too_early = early.count(e.group) != 0;
-          uint32_t trigger = e.prefetch_at.index;
-          if (too_early && delay && e.returns) {
-            const int64_t when = starts[trigger] + early[e.group];
-            const uint32_t last = first_use[e.group];
-            const auto it =
-                std::lower_bound(starts.begin() + trigger, starts.begin() + last + 1, when);
-            trigger = static_cast<uint32_t>(it - starts.begin());
-            if (trigger > last) trigger = last;
-          } else if (result.entry_cancelled[i] != 0) {
-            changed = true;
-            continue;  // dropped
-          } else if (may_move && e.returns && late[e.group] > 0 && !too_early) {
-            const uint32_t after = e.evict_after.index, use = e.next_use.index;
-            const bool wraps = !e.leaves || use <= after;
-            trigger = trigger_by(starts, after, trigger, wraps, starts[trigger] - late[e.group]);
-          }
-          if (e.returns && trigger != e.prefetch_at.index) {
-            e.prefetch_at =
-                OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
-            changed = true;
-          }
-          next.entries.push_back(std::move(e));
-        }
-        return next;
-      };
+      const Feedback f = feedback(plan, result);
+      if (!f.wasted && !may_move) break;
       bool dropped = false, delayed = false;
-      Plan next = revise(false, dropped);
+      Plan next = revise(workload, starts, plan, result, f, may_move, /*delay=*/false, dropped);
       SimResult r = dropped ? simulate_plan(workload, next, request) : result;
-      if (wasted && may_move) {
-        Plan later = revise(true, delayed);
+      if (f.wasted && may_move) {
+        Plan later = revise(workload, starts, plan, result, f, may_move, /*delay=*/true, delayed);
         if (delayed) {
           const SimResult rl = simulate_plan(workload, later, request);
           if (!dropped || better(rl, r)) {
