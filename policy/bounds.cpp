@@ -26,6 +26,8 @@
 // included: a maximum over fewer ops is still a bound.
 #include "policy/bounds.h"
 
+#include "policy/baseline.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>

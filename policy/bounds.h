@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "policy/simulator.h"
+#include "policy/sim_options.h"
 #include "policy/workload.h"
 
 namespace cuswap::policy {

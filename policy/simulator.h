@@ -17,29 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "policy/link.h"
+#include "policy/baseline.h"  // its callers read the schedule and the parked set here too
 #include "policy/plan.h"
+#include "policy/sim_options.h"
 #include "policy/workload.h"
 
 namespace cuswap::policy {
-
-struct SimOptions {
-  uint64_t budget_bytes = UINT64_MAX;
-  Link link;
-  double time_scale = 1.0;       // op durations are multiplied by it
-  bool record_timeline = false;  // fill SimResult's spans, copies, memory and residency
-  bool bounds = false;           // fill lower_bound_ns and time_bound_ns (policy/bounds.h)
-  // Note [Pinned small tensors]: tensors below this size never leave the
-  // device (0: every tensor may move).
-  uint64_t swap_min_bytes = 0;
-  // Evictions land as their copies end instead of when room is wanted (Note
-  // [Lazy landing]): the peak a plan itself leaves, with no budget.
-  bool land_when_copied = false;
-};
-
-// Note [Untouched at start]: which tensors resident at start stay on the
-// host for the whole iteration under `budget_bytes` (1 = parked).
-std::vector<uint8_t> parked_at_start(const Workload& workload, uint64_t budget_bytes);
 
 // Note [Infeasible budgets]
 // While op k runs, the tensors it allocates and the tensors it uses must be
@@ -124,10 +107,5 @@ struct SimResult {
 
 SimResult simulate(const Workload& workload, PlanMode mode,
                    const std::vector<ResolvedEntry>& entries, const SimOptions& options);
-
-// The op durations scaled, as the simulator runs them.
-int64_t scaled_ns(int64_t duration_ns, double time_scale);
-// Each op's start on the compute engine when nothing waits (prefix sums).
-std::vector<int64_t> infinite_memory_starts(const Workload& workload, double time_scale);
 
 }  // namespace cuswap::policy

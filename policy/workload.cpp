@@ -60,30 +60,28 @@ int busiest_device(const trace::Trace& trace) {
   return best;
 }
 
-}  // namespace
-
-bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, Workload& out,
-                    std::string& error) {
-  out = Workload{};
-  out.source = trace.source;
-  // Device and memory space.
-  const int busiest = busiest_device(trace);
-  if (trace.ops.empty()) {
-    // A memory snapshot (Note [Workloads from an allocation stream]); a
-    // sampled profile has too few of its allocations to be made one of.
-    if (busiest < 0 || trace.sampled) {
-      error = fmt::format("{}: the trace has no ops to plan{}", trace.source,
-                          trace.sampled ? ", and only a sample of its allocations" : "");
-      return false;
-    }
-    if (options.iteration > 0) {
-      error = fmt::format("{}: iteration {} asked for, the trace has no ops to count them by",
-                          trace.source, options.iteration);
-      return false;
-    }
-    out.device = options.device >= 0 ? options.device : busiest;
-    return build_stream_workload(trace, out.device, out, error);
+// A trace with allocations and no ops: a memory snapshot (Note [Workloads
+// from an allocation stream]); a sampled profile has too few of its
+// allocations to be made one of.
+bool build_from_allocations(const trace::Trace& trace, const WorkloadOptions& options, int busiest,
+                            Workload& out, std::string& error) {
+  if (busiest < 0 || trace.sampled) {
+    error = fmt::format("{}: the trace has no ops to plan{}", trace.source,
+                        trace.sampled ? ", and only a sample of its allocations" : "");
+    return false;
   }
+  if (options.iteration > 0) {
+    error = fmt::format("{}: iteration {} asked for, the trace has no ops to count them by",
+                        trace.source, options.iteration);
+    return false;
+  }
+  out.device = options.device >= 0 ? options.device : busiest;
+  return build_stream_workload(trace, out.device, out, error);
+}
+
+// The device asked for, else the busiest; a trace with no device tensors
+// at all is a CPU capture, whose host tensors stand in for device memory.
+void choose_device(const WorkloadOptions& options, int busiest, Workload& out) {
   if (options.device >= -1) {
     out.device = options.device;
   } else if (busiest >= 0) {
@@ -96,16 +94,27 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
     out.notes.push_back(
         "no device tensors: host tensors stand in for device memory "
         "(a CPU capture)");
-  const auto in_space = [&](const trace::Tensor& t) {
-    if (out.host_as_device) return t.space == trace::MemorySpace::host;
-    return t.space == trace::MemorySpace::device && t.device == out.device;
-  };
+}
 
-  // The window (Note [Which iteration]).
+// Whether a trace tensor lives in the memory the workload plans.
+bool in_space(const Workload& out, const trace::Tensor& t) {
+  if (out.host_as_device) return t.space == trace::MemorySpace::host;
+  return t.space == trace::MemorySpace::device && t.device == out.device;
+}
+
+// The trace's ops [first_op, end_op) and its times [start_ns, end_ns) that
+// the workload covers: one iteration, or the whole trace.
+struct Window {
   uint32_t first_op = 0;
-  auto end_op = static_cast<uint32_t>(trace.ops.size());
-  int64_t window_start_ns = INT64_MIN;
-  int64_t window_end_ns = INT64_MAX;
+  uint32_t end_op = 0;
+  int64_t start_ns = INT64_MIN;
+  int64_t end_ns = INT64_MAX;
+};
+
+// The window to plan (Note [Which iteration]), and a note of which it is.
+bool choose_window(const trace::Trace& trace, const WorkloadOptions& options, Workload& out,
+                   Window& window, std::string& error) {
+  window.end_op = static_cast<uint32_t>(trace.ops.size());
   if (!trace.iterations.empty()) {
     size_t chosen = trace.iterations.size() / 2;
     if (options.iteration >= 0) {
@@ -117,10 +126,7 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
       chosen = static_cast<size_t>(options.iteration);
     }
     const trace::Iteration& it = trace.iterations[chosen];
-    first_op = it.first_op;
-    end_op = it.end_op;
-    window_start_ns = it.start_ns;
-    window_end_ns = it.end_ns;
+    window = Window{it.first_op, it.end_op, it.start_ns, it.end_ns};
     out.iteration = static_cast<uint32_t>(chosen);
     out.notes.push_back(fmt::format("iteration {} of {} planned", chosen, trace.iterations.size()));
   } else if (options.iteration > 0) {
@@ -128,17 +134,45 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
                         options.iteration);
     return false;
   }
+  return true;
+}
 
-  // Ops: those of the device where it has any in the window, else all.
+// Where the workload's ops sit in the trace and in captured time, which
+// turns a tensor's times into op indices.
+struct OpTimes {
+  std::vector<uint32_t> window_index;       // per trace op: its workload op, or kNoOp
+  std::vector<int64_t> starts_ns, ends_ns;  // per workload op, as captured
+
+  // The op during which (or just before which) a time falls.
+  uint32_t op_at(int64_t time_ns) const {
+    const auto n = static_cast<uint32_t>(starts_ns.size());
+    auto j = static_cast<int64_t>(std::upper_bound(starts_ns.begin(), starts_ns.end(), time_ns) -
+                                  starts_ns.begin()) -
+             1;
+    if (j < 0) return 0;
+    if (time_ns >= ends_ns[static_cast<size_t>(j)] && static_cast<uint32_t>(j) + 1 < n) ++j;
+    return static_cast<uint32_t>(j);
+  }
+  // The last op that starts before a time.
+  int64_t last_before(int64_t time_ns) const {
+    return static_cast<int64_t>(std::lower_bound(starts_ns.begin(), starts_ns.end(), time_ns) -
+                                starts_ns.begin()) -
+           1;
+  }
+};
+
+// The window's ops, serialised on one compute engine (Note [Idle time]):
+// those of the device where it has any in the window, else all.
+OpTimes add_ops(const trace::Trace& trace, const Window& window, Workload& out) {
   bool device_has_ops = false;
   if (!out.host_as_device)
-    for (uint32_t i = first_op; i < end_op; ++i)
+    for (uint32_t i = window.first_op; i < window.end_op; ++i)
       device_has_ops |= trace.ops[i].device == out.device;
-  std::vector<uint32_t> window_index(trace.ops.size(), trace::kNoOp);
-  std::vector<int64_t> starts_ns, ends_ns;
+  OpTimes times;
+  times.window_index.assign(trace.ops.size(), trace::kNoOp);
   std::map<std::string_view, uint32_t> ordinals;
   int64_t engine_end_ns = INT64_MIN;  // the end of the device's busy time so far
-  for (uint32_t i = first_op; i < end_op; ++i) {
+  for (uint32_t i = window.first_op; i < window.end_op; ++i) {
     const trace::Op& op = trace.ops[i];
     if (device_has_ops && op.device != out.device) continue;
     if (op.is_copy) continue;
@@ -147,7 +181,7 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
     const int64_t idle_ns =
         engine_end_ns == INT64_MIN ? 0 : std::max<int64_t>(0, op.start_ns - engine_end_ns);
     engine_end_ns = std::max(engine_end_ns, end_ns);
-    window_index[i] = static_cast<uint32_t>(out.ops.size());
+    times.window_index[i] = static_cast<uint32_t>(out.ops.size());
     WorkOp w;
     w.trace_index = i;
     w.name = op.name;
@@ -156,58 +190,44 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
     w.duration_ns = own_ns;
     w.idle_ns = idle_ns;
     out.ops.push_back(std::move(w));
-    starts_ns.push_back(op.start_ns);
-    ends_ns.push_back(end_ns);
+    times.starts_ns.push_back(op.start_ns);
+    times.ends_ns.push_back(end_ns);
   }
-  if (out.ops.empty()) {
-    error = fmt::format("{}: no ops in the chosen window", trace.source);
-    return false;
-  }
-  const auto n = static_cast<uint32_t>(out.ops.size());
-  // The op during which (or just before which) a time falls.
-  const auto op_at = [&](int64_t time_ns) -> uint32_t {
-    auto j = static_cast<int64_t>(std::upper_bound(starts_ns.begin(), starts_ns.end(), time_ns) -
-                                  starts_ns.begin()) -
-             1;
-    if (j < 0) return 0;
-    if (time_ns >= ends_ns[static_cast<size_t>(j)] && static_cast<uint32_t>(j) + 1 < n) ++j;
-    return static_cast<uint32_t>(j);
-  };
-  // The last op that starts before a time.
-  const auto last_before = [&](int64_t time_ns) -> int64_t {
-    return static_cast<int64_t>(std::lower_bound(starts_ns.begin(), starts_ns.end(), time_ns) -
-                                starts_ns.begin()) -
-           1;
-  };
+  return times;
+}
 
+// The tensors live during the window, every time an op index.
+void add_tensors(const trace::Trace& trace, const Window& window, const OpTimes& times,
+                 Workload& out) {
+  const auto n = static_cast<uint32_t>(out.ops.size());
   uint32_t resident_ordinal = 0, alloc_ordinal = 0;
   for (uint32_t ti = 0; ti < trace.tensors.size(); ++ti) {
     const trace::Tensor& t = trace.tensors[ti];
-    if (!in_space(t) || t.size_bytes == 0) continue;
-    const bool before = t.persistent || t.alloc_ns < window_start_ns;
-    if (!before && t.alloc_ns >= window_end_ns) continue;
-    if (t.free_ns && *t.free_ns <= window_start_ns && !t.persistent) continue;
+    if (!in_space(out, t) || t.size_bytes == 0) continue;
+    const bool before = t.persistent || t.alloc_ns < window.start_ns;
+    if (!before && t.alloc_ns >= window.end_ns) continue;
+    if (t.free_ns && *t.free_ns <= window.start_ns && !t.persistent) continue;
     WorkTensor w;
     w.trace_index = ti;
     w.name = t.name;
     w.size_bytes = t.size_bytes;
-    if (t.producer != trace::kNoOp) w.producer = window_index[t.producer];
+    if (t.producer != trace::kNoOp) w.producer = times.window_index[t.producer];
     if (before) {
       w.alloc_op = kResidentAtStart;
       w.ordinal = resident_ordinal++;
     } else {
-      w.alloc_op = w.producer != trace::kNoOp ? w.producer : op_at(t.alloc_ns);
+      w.alloc_op = w.producer != trace::kNoOp ? w.producer : times.op_at(t.alloc_ns);
       w.ordinal = alloc_ordinal++;
     }
     const uint32_t floor_op = w.resident_at_start() ? 0 : w.alloc_op;
-    if (!t.free_ns || *t.free_ns >= window_end_ns) {
+    if (!t.free_ns || *t.free_ns >= window.end_ns) {
       w.free_op = n;
     } else {
-      w.free_op = static_cast<uint32_t>(std::max<int64_t>(last_before(*t.free_ns), floor_op));
+      w.free_op = static_cast<uint32_t>(std::max<int64_t>(times.last_before(*t.free_ns), floor_op));
     }
     size_t touched = 0;  // accesses other than the producer
     for (uint32_t a : t.accesses) {
-      const uint32_t k = window_index[a];
+      const uint32_t k = times.window_index[a];
       if (k == trace::kNoOp) continue;
       w.uses.push_back(k);
       if (a != t.producer) ++touched;
@@ -222,6 +242,25 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
     if (!w.uses.empty() && w.uses.back() > w.free_op) w.free_op = std::min(w.uses.back(), n);
     out.tensors.push_back(std::move(w));
   }
+}
+
+}  // namespace
+
+bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, Workload& out,
+                    std::string& error) {
+  out = Workload{};
+  out.source = trace.source;
+  const int busiest = busiest_device(trace);
+  if (trace.ops.empty()) return build_from_allocations(trace, options, busiest, out, error);
+  choose_device(options, busiest, out);
+  Window window;
+  if (!choose_window(trace, options, out, window, error)) return false;
+  const OpTimes times = add_ops(trace, window, out);
+  if (out.ops.empty()) {
+    error = fmt::format("{}: no ops in the chosen window", trace.source);
+    return false;
+  }
+  add_tensors(trace, window, times, out);
   out.index();
   return true;
 }

@@ -88,7 +88,7 @@ struct WorkloadOptions {
 // Live bytes at each op (while it runs) when nothing is moved, and the peak.
 std::vector<uint64_t> live_bytes_per_op(const Workload& workload);
 // The same without the tensors marked in `parked` (one flag per tensor,
-// policy/simulator.h's parked_at_start), which stay on the host.
+// policy/baseline.h's parked_at_start), which stay on the host.
 std::vector<uint64_t> live_bytes_per_op(const Workload& workload,
                                         const std::vector<uint8_t>& parked);
 

@@ -1,20 +1,21 @@
 // The `cuswap` planner (the default): cost-model driven.
 //
 // Note [cuswap planner]
-// 1. Candidates are every time a tensor is away between two of its uses,
-//    and, for weights and optimizer state (resident at start, live at the
-//    end), the time from their last use to their first use in the next
-//    iteration (Note [Wrap entries] in policy/plan.h), and for state that
-//    is a new tensor each iteration, the time from the last use of the
-//    one left for the next iteration to the first use of the one the
-//    previous iteration left (Note [Carried tensors]); what is left for the
-//    next iteration with nothing from the previous one to pair with leaves
-//    after its last use and is not needed again in this one. Small tensors (a
-//    copy shorter than a few link latencies) that leave within a few ops
-//    of each other form one group while the group's time away still
-//    covers its two copies: it leaves after its last member's last use,
-//    comes back for its first member's next use, and moves as one copy
-//    each way, so many small tensors pay one latency.
+// 1. Candidates (policy/planners/cuswap_candidates.h) are every time a
+//    tensor is away between two of its uses, and, for weights and
+//    optimizer state (resident at start, live at the end), the time from
+//    their last use to their first use in the next iteration (Note [Wrap
+//    entries] in policy/plan.h), and for state that is a new tensor each
+//    iteration, the time from the last use of the one left for the next
+//    iteration to the first use of the one the previous iteration left
+//    (Note [Carried tensors]); what is left for the next iteration with
+//    nothing from the previous one to pair with leaves after its last use
+//    and is not needed again in this one. Small tensors (a copy shorter
+//    than a few link latencies) that leave within a few ops of each other
+//    form one group while the group's time away still covers its two
+//    copies: it leaves after its last member's last use, comes back for
+//    its first member's next use, and moves as one copy each way, so many
+//    small tensors pay one latency.
 // 2. The benefit of a candidate is bytes x the time it can stay away once
 //    both copies are paid; it is hideable when its time away covers the
 //    copy out and the copy back.
@@ -61,9 +62,9 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <tuple>
 
 #include "policy/planners/common.h"
+#include "policy/planners/cuswap_candidates.h"
 #include "policy/planners/planners.h"
 #include "policy/planners/schedule_state.h"
 
@@ -71,43 +72,12 @@ namespace cuswap::policy::planners {
 
 namespace {
 
-constexpr int64_t kSmallCopyLatencies = 4;  // below this many latencies of transfer: small
-constexpr int64_t kGroupLatencies = 16;     // a group grows to this many latencies of transfer
 // Members of a group leave within this many ops of the first: tried in turn
 // (one op: only what leaves after the same op).
 constexpr uint32_t kGroupSpans[] = {8, 0};
-constexpr uint32_t kNextSpanOps = 8;  // and are needed back within this many ops of the first
 constexpr int kFeedbackRounds = 4;
-constexpr int kDeferTries = 24;  // step 9's simulations
+constexpr int kDeferTries = 24;                           // step 9's simulations
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
-
-struct Candidate {
-  std::vector<uint32_t> tensors;
-  std::vector<uint32_t> nexts;  // per tensor: the use it comes back for
-  uint64_t bytes = 0;
-  uint32_t after = 0;   // leaves when this op ends
-  uint32_t next = 0;    // back for this op (the first of its tensors' next uses)
-  bool wraps = false;   // back in the next iteration (Note [Wrap entries])
-  int64_t idle_ns = 0;  // time away on the infinite-memory schedule
-  // Note [Carried tensors]: `tensors` leave for the next iteration, where
-  // they are `arriving` (the previous iteration's, byte for byte), back for
-  // `arriving_nexts`.
-  std::vector<uint32_t> arriving;
-  std::vector<uint32_t> arriving_nexts;
-  bool carries() const { return !arriving.empty(); }
-  // Left for the next iteration with nothing from the previous one to pair
-  // with: it leaves after its last use and is not needed again here.
-  bool stays_out = false;
-};
-
-// The time away from the end of `after` to the start of `next`.
-int64_t away_ns(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
-                bool stays_out = false) {
-  if (stays_out) return starts.back() - starts[after + 1];
-  const int64_t back = starts[next];
-  const int64_t out = starts[after + 1];
-  return wraps ? starts.back() - out + back : back - out;
-}
 
 // The latest op in the candidate's window that starts by `time_ns`.
 uint32_t trigger_by(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
@@ -115,106 +85,250 @@ uint32_t trigger_by(const std::vector<int64_t>& starts, uint32_t after, uint32_t
   return op_starting_in(starts, wraps ? 0 : after + 1, next, time_ns);
 }
 
-std::vector<Candidate> candidates(const Workload& workload, const PlanRequest& request,
-                                  const std::vector<int64_t>& starts, uint32_t group_span) {
-  const auto n = static_cast<uint32_t>(workload.ops.size());
-  std::vector<Candidate> singles;
-  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
-    const WorkTensor& tensor = workload.tensors[t];
-    if (never_moves(tensor, request.swap_min_bytes)) continue;
-    const std::vector<uint32_t>& uses = tensor.uses;
-    const auto add = [&](uint32_t after, uint32_t next, bool wraps) {
-      singles.push_back({{t}, {next}, tensor.size_bytes, after, next, wraps, 0, {}, {}});
-    };
-    for (size_t i = 1; i < uses.size(); ++i)
-      if (uses[i] > uses[i - 1] + 1) add(uses[i - 1], uses[i], false);
-    if (tensor.resident_at_start() && tensor.free_op >= n && !uses.empty() &&
-        (uses.back() + 1 < n || uses.front() > 0))
-      add(uses.back(), uses.front(), true);
-  }
-  // Note [Carried tensors]: what the iteration frees of an earlier one's
-  // (resident at start, freed in it) and what it leaves for the next
-  // (allocated in it, live at the end), paired by size in program order.
-  std::map<uint64_t, std::vector<uint32_t>> heads, tails;
-  for (uint32_t t = 0; t < workload.tensors.size(); ++t) {
-    const WorkTensor& tensor = workload.tensors[t];
-    if (tensor.uses.empty() || never_moves(tensor, request.swap_min_bytes)) continue;
-    if (tensor.resident_at_start() && tensor.free_op < n) heads[tensor.size_bytes].push_back(t);
-    if (!tensor.resident_at_start() && tensor.free_op >= n) tails[tensor.size_bytes].push_back(t);
-  }
-  for (auto& [size, from_before] : heads) {
-    const auto it = tails.find(size);
-    if (it == tails.end()) continue;
-    std::vector<uint32_t>& for_next = it->second;
-    const auto first_use = [&](uint32_t t) { return workload.tensors[t].uses.front(); };
-    std::stable_sort(from_before.begin(), from_before.end(),
-                     [&](uint32_t a, uint32_t b) { return first_use(a) < first_use(b); });
-    const size_t pairs = std::min(from_before.size(), for_next.size());
-    for (size_t i = 0; i < pairs; ++i) {
-      const uint32_t after = workload.tensors[for_next[i]].uses.back();
-      const uint32_t next = first_use(from_before[i]);
-      if (after + 1 >= n && next == 0) continue;
-      Candidate c{{for_next[i]}, {next}, size, after, next, true, 0, {from_before[i]}, {next}};
-      singles.push_back(std::move(c));
+// The ops a chosen candidate leaves free: [lo, hi], inclusive.
+struct Span {
+  uint32_t lo, hi;
+};
+struct Chosen {
+  uint32_t candidate;
+  uint32_t trigger;  // where its copy back starts
+  std::vector<Span> spans;
+};
+
+// Steps 3-5 for one target budget, on the infinite-memory schedule: the
+// excess of every op over the target, the copy lanes, and what is chosen.
+class Selection {
+ public:
+  Selection(const PlanRequest& request, const std::vector<int64_t>& starts,
+            const std::vector<uint64_t>& live, const std::vector<Candidate>& all, uint64_t target)
+      : request_(request),
+        starts_(starts),
+        all_(all),
+        n_(static_cast<uint32_t>(live.size())),
+        tree_(excess_over(live, target)) {}
+
+  // Step 3: hideable candidates, largest benefit first, while some op is
+  // over the target; those that cannot be hidden are left for step 4.
+  void place_hideable() {
+    std::vector<uint32_t> order(all_.size());
+    for (uint32_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return benefit(all_[a]) > benefit(all_[b]); });
+    for (uint32_t i : order) {
+      if (tree_.max_all() <= 0) break;
+      if (all_[i].stays_out) {
+        place_leaving(i);
+      } else {
+        place_both_ways(i);
+      }
     }
-    for_next.erase(for_next.begin(), for_next.begin() + static_cast<ptrdiff_t>(pairs));
   }
-  for (const auto& [size, for_next] : tails)
-    for (uint32_t t : for_next) {
-      const uint32_t after = workload.tensors[t].uses.back();
-      if (after + 1 >= n) continue;
-      Candidate c{{t}, {after}, size, after, after, false, 0, {}, {}};
-      c.stays_out = true;
-      singles.push_back(std::move(c));
+
+  // Step 4: copies that cannot be hidden, only for what is left over the
+  // target, largest bytes x time away first.
+  void place_unhidden() {
+    std::stable_sort(unhidden_.begin(), unhidden_.end(), [&](uint32_t a, uint32_t b) {
+      return static_cast<double>(all_[a].bytes) * static_cast<double>(all_[a].idle_ns) >
+             static_cast<double>(all_[b].bytes) * static_cast<double>(all_[b].idle_ns);
+    });
+    for (uint32_t i : unhidden_) {
+      if (tree_.max_all() <= 0) break;
+      const Candidate& c = all_[i];
+      // The op after the last use waits for the copy out, and the copy back
+      // starts as late as it can while the tensor is still away for that op.
+      const uint32_t trigger = std::max(latest_trigger(starts_, c.after, c.next, copy_ns(c)),
+                                        std::min(c.next, c.after + 2));
+      const std::vector<Span> s = spans(c, c.after + 1, trigger);
+      if (!needed(s)) continue;
+      take(i, s, trigger);
     }
-  const Link& link = request.link;
-  const auto transfer = [&](uint64_t bytes) { return link.copy_ns(bytes) - link.latency_ns; };
-  std::vector<Candidate> out, smalls;
-  for (Candidate& c : singles)
-    (transfer(c.bytes) < kSmallCopyLatencies * link.latency_ns ? smalls : out)
-        .push_back(std::move(c));
-  std::sort(smalls.begin(), smalls.end(), [](const Candidate& a, const Candidate& b) {
-    const bool ca = a.carries(), cb = b.carries();
-    return std::tie(a.wraps, ca, a.stays_out, a.after, a.next, a.tensors[0]) <
-           std::tie(b.wraps, cb, b.stays_out, b.after, b.next, b.tensors[0]);
-  });
-  for (size_t i = 0; i < smalls.size();) {
-    Candidate group = smalls[i];
-    size_t j = i + 1;
-    for (; j < smalls.size(); ++j) {
-      const Candidate& s = smalls[j];
-      if (s.wraps != group.wraps || s.carries() != group.carries() ||
-          s.stays_out != group.stays_out || s.after > smalls[i].after + group_span)
-        break;
-      // Members come back within a few ops of each other too: the group is
-      // fetched for the first of them.
-      if (!group.stays_out && s.next > group.next + kNextSpanOps) break;
-      const uint32_t after = std::max(group.after, s.after);
-      const uint32_t next = std::min(group.next, s.next);
-      const uint64_t bytes = group.bytes + s.bytes;
-      // One tensor is never twice in a group: its second gap starts where
-      // the first ends, so the merged window would be empty.
-      if (!group.wraps && !group.stays_out && after >= next) break;
-      if (group.wraps && !group.carries() && next > after) break;
-      if (transfer(bytes) > kGroupLatencies * link.latency_ns) break;
-      if (away_ns(starts, after, next, group.wraps, group.stays_out) <
-          (group.stays_out ? 1 : 2) * link.copy_ns(bytes))
-        break;
-      group.tensors.push_back(s.tensors[0]);
-      group.nexts.push_back(s.nexts[0]);
-      group.arriving.insert(group.arriving.end(), s.arriving.begin(), s.arriving.end());
-      group.arriving_nexts.insert(group.arriving_nexts.end(), s.arriving_nexts.begin(),
-                                  s.arriving_nexts.end());
-      group.bytes = bytes;
-      group.after = after;
-      group.next = next;
-    }
-    out.push_back(std::move(group));
-    i = j;
   }
-  for (Candidate& c : out)
-    c.idle_ns = away_ns(starts, c.after, c.next, c.wraps, c.stays_out);
-  return out;
+
+  // Step 5: what later choices made unneeded goes, least benefit first.
+  void drop_unneeded() {
+    std::vector<uint32_t> by_benefit(chosen_.size());
+    for (uint32_t k = 0; k < by_benefit.size(); ++k)
+      by_benefit[k] = k;
+    std::stable_sort(by_benefit.begin(), by_benefit.end(), [&](uint32_t a, uint32_t b) {
+      return benefit(all_[chosen_[a].candidate]) < benefit(all_[chosen_[b].candidate]);
+    });
+    std::vector<uint8_t> unneeded(chosen_.size());
+    for (uint32_t k : by_benefit) {
+      const auto bytes = static_cast<int64_t>(all_[chosen_[k].candidate].bytes);
+      const std::vector<Span>& s = chosen_[k].spans;
+      if (std::any_of(s.begin(), s.end(),
+                      [&](const Span& span) { return tree_.max(span.lo, span.hi) + bytes > 0; }))
+        continue;
+      for (const Span& span : s)
+        tree_.add(span.lo, span.hi, bytes);
+      unneeded[k] = 1;
+    }
+    std::vector<Chosen> kept;
+    for (uint32_t k = 0; k < chosen_.size(); ++k)
+      if (!unneeded[k]) kept.push_back(std::move(chosen_[k]));
+    chosen_ = std::move(kept);
+  }
+
+  const std::vector<Chosen>& chosen() const { return chosen_; }
+
+ private:
+  static std::vector<int64_t> excess_over(const std::vector<uint64_t>& live, uint64_t target) {
+    std::vector<int64_t> excess(live.size());
+    for (size_t k = 0; k < live.size(); ++k)
+      excess[k] = static_cast<int64_t>(live[k]) - static_cast<int64_t>(target);
+    return excess;
+  }
+
+  int64_t copy_ns(const Candidate& c) const { return request_.link.copy_ns(c.bytes); }
+  double benefit(const Candidate& c) const {
+    const int64_t copies = (c.stays_out ? 1 : 2) * copy_ns(c);
+    return static_cast<double>(c.bytes) * static_cast<double>(c.idle_ns - copies);
+  }
+  // Copies back share the lane of copies out when the directions contend.
+  Lane& in_lane() { return request_.link.duplex_contention ? out_lane_ : in_lane_own_; }
+
+  // Ops wholly after from_ns: the first op starting at or after it.
+  uint32_t first_op_from(int64_t from_ns) const {
+    return static_cast<uint32_t>(std::lower_bound(starts_.begin(), starts_.end() - 1, from_ns) -
+                                 starts_.begin());
+  }
+  // The ops a candidate leaves free: out of [lo1, hi1] and [lo2, hi2].
+  std::vector<Span> spans(const Candidate& c, uint32_t first, uint32_t trigger) const {
+    std::vector<Span> out;
+    if (c.wraps) {
+      if (first < n_) out.push_back({first, n_ - 1});
+      if (trigger > 0) out.push_back({0, trigger - 1});
+    } else if (first < trigger) {
+      out.push_back({first, trigger - 1});
+    }
+    return out;
+  }
+  bool needed(const std::vector<Span>& s) const {
+    return std::any_of(s.begin(), s.end(),
+                       [&](const Span& span) { return tree_.max(span.lo, span.hi) > 0; });
+  }
+  void take(uint32_t i, const std::vector<Span>& s, uint32_t trigger) {
+    for (const Span& span : s)
+      tree_.add(span.lo, span.hi, -static_cast<int64_t>(all_[i].bytes));
+    chosen_.push_back({i, trigger, s});
+  }
+
+  // One copy, out, done before the iteration ends.
+  void place_leaving(uint32_t i) {
+    const Candidate& c = all_[i];
+    const int64_t copy = copy_ns(c);
+    if (c.idle_ns < copy) return;
+    const std::optional<int64_t> out_start = out_lane_.earliest(starts_[c.after + 1], copy);
+    if (!out_start || *out_start + copy > starts_.back()) return;
+    const uint32_t first = first_op_from(*out_start + copy);
+    if (first >= n_ || tree_.max(first, n_ - 1) <= 0) return;
+    out_lane_.reserve(*out_start, *out_start + copy);
+    take(i, {Span{first, n_ - 1}}, 0);
+  }
+
+  // The copy out as early as its lane allows after the last use, the copy
+  // back as late as its lane allows before the next use.
+  void place_both_ways(uint32_t i) {
+    const Candidate& c = all_[i];
+    const int64_t copy = copy_ns(c);
+    if (c.idle_ns < 2 * copy) {
+      if (!c.wraps) unhidden_.push_back(i);
+      return;
+    }
+    const std::optional<int64_t> out_start = out_lane_.earliest(starts_[c.after + 1], copy);
+    if (!out_start) return;
+    const int64_t out_end = *out_start + copy;
+    if (c.wraps && out_end > starts_.back()) return;  // would lengthen the iteration
+    const std::optional<int64_t> in_start =
+        in_lane().latest(starts_[c.next], copy, c.wraps ? 0 : out_end);
+    if (!in_start) {
+      if (!c.wraps) unhidden_.push_back(i);
+      return;
+    }
+    const uint32_t trigger = trigger_by(starts_, c.after, c.next, c.wraps, *in_start);
+    const std::vector<Span> s = spans(c, first_op_from(out_end), trigger);
+    if (!needed(s)) {
+      // Hidden, it frees no op over the budget; the op right after its
+      // last use may still need it gone, at the price of a wait.
+      if (!c.wraps) unhidden_.push_back(i);
+      return;
+    }
+    out_lane_.reserve(*out_start, out_end);
+    in_lane().reserve(*in_start, *in_start + copy);
+    take(i, s, trigger);
+  }
+
+  const PlanRequest& request_;
+  const std::vector<int64_t>& starts_;
+  const std::vector<Candidate>& all_;
+  uint32_t n_;  // ops
+  ExcessTree tree_;
+  Lane out_lane_, in_lane_own_;
+  std::vector<Chosen> chosen_;
+  std::vector<uint32_t> unhidden_;  // for step 4, in step 3's order
+};
+
+// Step 6's reading of one simulation, per group: its largest wait, the
+// earliest next use of its entries, and how much too early it was wanted
+// back while a copy out ran.
+struct Feedback {
+  std::map<uint32_t, int64_t> late, early;
+  std::map<uint32_t, uint32_t> first_use;
+  bool wasted = false;  // some entry's copy out was for nothing
+};
+
+Feedback feedback(const Plan& plan, const SimResult& result) {
+  Feedback f;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const PlanEntry& e = plan.entries[i];
+    f.late[e.group] = std::max(f.late[e.group], result.entry_late_ns[i]);
+    if (e.returns) {
+      const auto it = f.first_use.try_emplace(e.group, e.next_use.index).first;
+      it->second = std::min(it->second, e.next_use.index);
+    }
+    if (result.entry_cancelled[i] != 0) {
+      f.wasted = true;
+      f.early[e.group] = std::max(f.early[e.group], result.entry_early_ns[i]);
+    }
+  }
+  return f;
+}
+
+// Two ways past a copy for nothing: drop the entry, or (with `delay`)
+// fetch its group later, once the copy out is done (when that is still
+// before its next use). With `may_move`, waits move a group's trigger
+// earlier. `changed`: whether the plan returned differs.
+Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const Plan& plan,
+            const SimResult& result, const Feedback& f, bool may_move, bool delay, bool& changed) {
+  Plan next = plan;
+  next.entries.clear();
+  changed = false;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    PlanEntry e = plan.entries[i];
+    const bool too_early = f.early.count(e.group) != 0;
+    uint32_t trigger = e.prefetch_at.index;
+    if (too_early && delay && e.returns) {
+      const int64_t when = starts[trigger] + f.early.at(e.group);
+      const uint32_t last = f.first_use.at(e.group);
+      const auto it = std::lower_bound(starts.begin() + trigger, starts.begin() + last + 1, when);
+      trigger = static_cast<uint32_t>(it - starts.begin());
+      if (trigger > last) trigger = last;
+    } else if (result.entry_cancelled[i] != 0) {
+      changed = true;
+      continue;  // dropped
+    } else if (may_move && e.returns && f.late.at(e.group) > 0 && !too_early) {
+      const uint32_t after = e.evict_after.index, use = e.next_use.index;
+      const bool wraps = !e.leaves || use <= after;
+      trigger = trigger_by(starts, after, trigger, wraps, starts[trigger] - f.late.at(e.group));
+    }
+    if (e.returns && trigger != e.prefetch_at.index) {
+      e.prefetch_at = OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
+      changed = true;
+    }
+    next.entries.push_back(std::move(e));
+  }
+  return next;
 }
 
 class CuswapPlanner final : public Planner {
@@ -280,15 +394,6 @@ class CuswapPlanner final : public Planner {
   }
 
  private:
-  struct Span {
-    uint32_t lo, hi;
-  };
-  struct Chosen {
-    uint32_t candidate;
-    uint32_t trigger;
-    std::vector<Span> spans;
-  };
-
   static bool better(const SimResult& a, const SimResult& b) {
     if (a.fits != b.fits) return a.fits;
     return a.iteration_ns < b.iteration_ns;
@@ -299,131 +404,12 @@ class CuswapPlanner final : public Planner {
   Plan plan_for(const Workload& workload, const PlanRequest& request,
                 const std::vector<int64_t>& starts, const std::vector<uint64_t>& live,
                 const std::vector<Candidate>& all, uint64_t target, SimResult& result) const {
-    const auto n = static_cast<uint32_t>(live.size());
-    std::vector<int64_t> excess(live.size());
-    for (size_t k = 0; k < live.size(); ++k)
-      excess[k] = static_cast<int64_t>(live[k]) - static_cast<int64_t>(target);
-    ExcessTree tree(excess);
-    Lane out_lane, in_lane_own;
-    Lane& in_lane = request.link.duplex_contention ? out_lane : in_lane_own;
-
-    const auto copy_ns = [&](const Candidate& c) { return request.link.copy_ns(c.bytes); };
-    const auto benefit = [&](const Candidate& c) {
-      const int64_t copies = (c.stays_out ? 1 : 2) * copy_ns(c);
-      return static_cast<double>(c.bytes) * static_cast<double>(c.idle_ns - copies);
-    };
-    std::vector<uint32_t> order(all.size());
-    for (uint32_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return benefit(all[a]) > benefit(all[b]); });
-
-    std::vector<Chosen> chosen;
-    std::vector<uint32_t> unhidden;
-    // Ops wholly after from_ns: the first op starting at or after it.
-    const auto first_op_from = [&](int64_t from_ns) {
-      return static_cast<uint32_t>(std::lower_bound(starts.begin(), starts.end() - 1, from_ns) -
-                                   starts.begin());
-    };
-    // The ops a candidate leaves free: out of [lo1, hi1] and [lo2, hi2].
-    const auto spans = [&](const Candidate& c, uint32_t first, uint32_t trigger) {
-      std::vector<Span> out;
-      if (c.wraps) {
-        if (first < n) out.push_back({first, n - 1});
-        if (trigger > 0) out.push_back({0, trigger - 1});
-      } else if (first < trigger) {
-        out.push_back({first, trigger - 1});
-      }
-      return out;
-    };
-    const auto needed = [&](const std::vector<Span>& s) {
-      return std::any_of(s.begin(), s.end(),
-                         [&](const Span& span) { return tree.max(span.lo, span.hi) > 0; });
-    };
-    const auto take = [&](uint32_t i, const std::vector<Span>& s, uint32_t trigger) {
-      for (const Span& span : s)
-        tree.add(span.lo, span.hi, -static_cast<int64_t>(all[i].bytes));
-      chosen.push_back({i, trigger, s});
-    };
-    for (uint32_t i : order) {
-      if (tree.max_all() <= 0) break;
-      const Candidate& c = all[i];
-      const int64_t copy = copy_ns(c);
-      if (c.stays_out) {  // one copy, out, done before the iteration ends
-        if (c.idle_ns < copy) continue;
-        const std::optional<int64_t> out_start = out_lane.earliest(starts[c.after + 1], copy);
-        if (!out_start || *out_start + copy > starts.back()) continue;
-        const uint32_t first = first_op_from(*out_start + copy);
-        if (first >= n || tree.max(first, n - 1) <= 0) continue;
-        out_lane.reserve(*out_start, *out_start + copy);
-        take(i, {Span{first, n - 1}}, 0);
-        continue;
-      }
-      if (c.idle_ns < 2 * copy) {
-        if (!c.wraps) unhidden.push_back(i);
-        continue;
-      }
-      const std::optional<int64_t> out_start = out_lane.earliest(starts[c.after + 1], copy);
-      if (!out_start) continue;
-      const int64_t out_end = *out_start + copy;
-      if (c.wraps && out_end > starts.back()) continue;  // would lengthen the iteration
-      const std::optional<int64_t> in_start =
-          in_lane.latest(starts[c.next], copy, c.wraps ? 0 : out_end);
-      if (!in_start) {
-        if (!c.wraps) unhidden.push_back(i);
-        continue;
-      }
-      const uint32_t trigger = trigger_by(starts, c.after, c.next, c.wraps, *in_start);
-      const std::vector<Span> s = spans(c, first_op_from(out_end), trigger);
-      if (!needed(s)) {
-        // Hidden, it frees no op over the budget; the op right after its
-        // last use may still need it gone, at the price of a wait.
-        if (!c.wraps) unhidden.push_back(i);
-        continue;
-      }
-      out_lane.reserve(*out_start, out_end);
-      in_lane.reserve(*in_start, *in_start + copy);
-      take(i, s, trigger);
-    }
-    // Copies that cannot be hidden, only for what is left over the budget.
-    std::stable_sort(unhidden.begin(), unhidden.end(), [&](uint32_t a, uint32_t b) {
-      return static_cast<double>(all[a].bytes) * static_cast<double>(all[a].idle_ns) >
-             static_cast<double>(all[b].bytes) * static_cast<double>(all[b].idle_ns);
-    });
-    for (uint32_t i : unhidden) {
-      if (tree.max_all() <= 0) break;
-      const Candidate& c = all[i];
-      // The op after the last use waits for the copy out, and the copy back
-      // starts as late as it can while the tensor is still away for that op.
-      const uint32_t trigger = std::max(latest_trigger(starts, c.after, c.next, copy_ns(c)),
-                                        std::min(c.next, c.after + 2));
-      const std::vector<Span> s = spans(c, c.after + 1, trigger);
-      if (!needed(s)) continue;
-      take(i, s, trigger);
-    }
-    // Step 5: what later choices made unneeded goes, least benefit first.
-    std::vector<uint32_t> by_benefit(chosen.size());
-    for (uint32_t k = 0; k < by_benefit.size(); ++k)
-      by_benefit[k] = k;
-    std::stable_sort(by_benefit.begin(), by_benefit.end(), [&](uint32_t a, uint32_t b) {
-      return benefit(all[chosen[a].candidate]) < benefit(all[chosen[b].candidate]);
-    });
-    std::vector<uint8_t> unneeded(chosen.size());
-    for (uint32_t k : by_benefit) {
-      const auto bytes = static_cast<int64_t>(all[chosen[k].candidate].bytes);
-      const std::vector<Span>& s = chosen[k].spans;
-      if (std::any_of(s.begin(), s.end(),
-                      [&](const Span& span) { return tree.max(span.lo, span.hi) + bytes > 0; }))
-        continue;
-      for (const Span& span : s)
-        tree.add(span.lo, span.hi, bytes);
-      unneeded[k] = 1;
-    }
-    std::vector<Chosen> kept;
-    for (uint32_t k = 0; k < chosen.size(); ++k)
-      if (!unneeded[k]) kept.push_back(std::move(chosen[k]));
-    chosen = std::move(kept);
-    return refine_entries(workload, request, starts, build(workload, request, all, chosen), result);
+    Selection selection(request, starts, live, all, target);
+    selection.place_hideable();
+    selection.place_unhidden();
+    selection.drop_unneeded();
+    return refine_entries(workload, request, starts,
+                          build(workload, request, all, selection.chosen()), result);
   }
 
   Plan build(const Workload& workload, const PlanRequest& request,
@@ -520,64 +506,13 @@ class CuswapPlanner final : public Planner {
     // drops go on: it ends with no copy for nothing left.
     for (int round = 0;; ++round) {
       const bool may_move = round < 2 * kFeedbackRounds;
-      // Per group: its largest wait, the earliest next use of its entries,
-      // and how much too early it was wanted back while a copy out ran.
-      std::map<uint32_t, int64_t> late, early;
-      std::map<uint32_t, uint32_t> first_use;
-      bool wasted = false;
-      for (size_t i = 0; i < plan.entries.size(); ++i) {
-        const PlanEntry& e = plan.entries[i];
-        late[e.group] = std::max(late[e.group], result.entry_late_ns[i]);
-        if (e.returns) {
-          const auto it = first_use.try_emplace(e.group, e.next_use.index).first;
-          it->second = std::min(it->second, e.next_use.index);
-        }
-        if (result.entry_cancelled[i] != 0) {
-          wasted = true;
-          early[e.group] = std::max(early[e.group], result.entry_early_ns[i]);
-        }
-      }
-      if (!wasted && !may_move) break;
-      // Two ways past a copy for nothing: drop the entry, or fetch its group
-      // later, once the copy out is done (when that is still before its
-      // next use). Waits move a group's trigger earlier.
-      const auto revise = [&](bool delay, bool& changed) {
-        Plan next = plan;
-        next.entries.clear();
-        changed = false;
-        for (size_t i = 0; i < plan.entries.size(); ++i) {
-          PlanEntry e = plan.entries[i];
-          const bool too_early = early.count(e.group) != 0;
-          uint32_t trigger = e.prefetch_at.index;
-          if (too_early && delay && e.returns) {
-            const int64_t when = starts[trigger] + early[e.group];
-            const uint32_t last = first_use[e.group];
-            const auto it =
-                std::lower_bound(starts.begin() + trigger, starts.begin() + last + 1, when);
-            trigger = static_cast<uint32_t>(it - starts.begin());
-            if (trigger > last) trigger = last;
-          } else if (result.entry_cancelled[i] != 0) {
-            changed = true;
-            continue;  // dropped
-          } else if (may_move && e.returns && late[e.group] > 0 && !too_early) {
-            const uint32_t after = e.evict_after.index, use = e.next_use.index;
-            const bool wraps = !e.leaves || use <= after;
-            trigger = trigger_by(starts, after, trigger, wraps, starts[trigger] - late[e.group]);
-          }
-          if (e.returns && trigger != e.prefetch_at.index) {
-            e.prefetch_at =
-                OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
-            changed = true;
-          }
-          next.entries.push_back(std::move(e));
-        }
-        return next;
-      };
+      const Feedback f = feedback(plan, result);
+      if (!f.wasted && !may_move) break;
       bool dropped = false, delayed = false;
-      Plan next = revise(false, dropped);
+      Plan next = revise(workload, starts, plan, result, f, may_move, /*delay=*/false, dropped);
       SimResult r = dropped ? simulate_plan(workload, next, request) : result;
-      if (wasted && may_move) {
-        Plan later = revise(true, delayed);
+      if (f.wasted && may_move) {
+        Plan later = revise(workload, starts, plan, result, f, may_move, /*delay=*/true, delayed);
         if (delayed) {
           const SimResult rl = simulate_plan(workload, later, request);
           if (!dropped || better(rl, r)) {
