@@ -26,6 +26,9 @@ CONTROL = {"if", "for", "while", "switch", "catch", "do", "else", "try", "return
 CONTAINER = re.compile(r"(^|\s)(namespace|class|struct|union|enum)\b|^extern\s+\"C\"|^template\s*<")
 QUALIFIERS = re.compile(r"\)\s*(const|noexcept(\s*\([^)]*\))?|override|final|mutable|&|&&|\s)*"
                         r"(->\s*[\w:<>,\s*&]+)?\s*$")
+# A head that has reached a member initialiser written with braces: `b_`
+# in `) : a_(x), b_{y}`.
+MEMBER_INIT = re.compile(r"\)\s*(noexcept\s*)?:\s*([\w:]+\s*(\([^()]*\)|\{[^{}]*\})\s*,\s*)*[\w:]+\s*$")
 
 
 def blank(text):
@@ -94,6 +97,16 @@ def _head_kind(head):
     return "function" if QUALIFIERS.search(head) else "other"
 
 
+def _matching(src, i):
+    """Where the brace opened at `i` closes (the end of `src` if it never does)."""
+    depth = 0
+    for j in range(i, len(src)):
+        depth += {"{": 1, "}": -1}.get(src[j], 0)
+        if depth == 0:
+            return j
+    return len(src) - 1
+
+
 def _name(head):
     head = re.sub(r"\s+", " ", head)
     paren = head.find("(")
@@ -115,6 +128,11 @@ def functions(text):
     i, n = 0, len(src)
     while i < n:
         c = src[i]
+        if c == "{" and not any(_is_function(k) for k in depth_kinds) and \
+                MEMBER_INIT.search(re.sub(r"\s+", " ", src[head_start:i])):
+            # `b_{x}` in a constructor's initialisers: still the head.
+            i = _matching(src, i) + 1
+            continue
         if c in ";}" or (c == "{"):
             inside_function = any(_is_function(k) for k in depth_kinds)
             if c == "{":
