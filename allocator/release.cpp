@@ -2,6 +2,9 @@
 // and a free of a buffer whose eviction is still in flight. The memory
 // becomes free pieces of the arena (Note [The address arena]) or small
 // slots; nothing waits on the host.
+#include <bit>
+#include <memory>
+
 #include "allocator/swap_internal.h"
 
 namespace cuswap {
