@@ -13,11 +13,8 @@
 #include "common/log.h"
 #include "policy/link.h"
 #include "policy/planner.h"
-#include "runtime/plan_follow.h"
 
 namespace cuswap::hooks {
-namespace {}  // namespace
-
 struct OnlinePlanning::Recording {
   struct Op {
     std::string name;
@@ -43,11 +40,10 @@ struct OnlinePlanning::Recording {
   bool timing_failed = false;
 };
 
-OnlinePlanning::OnlinePlanning(const Driver& driver, const conf::Options& options,
-                               PlanFollow& owner)
+OnlinePlanning::OnlinePlanning(const Driver& driver, const conf::Options& options, Adopt adopt)
     : driver_(driver),
       options_(options),
-      owner_(owner),
+      adopt_(std::move(adopt)),
       alive_(std::make_shared<std::atomic<bool>>(true)) {}
 
 OnlinePlanning::~OnlinePlanning() {
@@ -222,7 +218,7 @@ void OnlinePlanning::hand_to_planner() {
       budget = total;
   }
   const Driver* driver = &driver_;
-  PlanFollow* owner = &owner_;
+  Adopt adopt = adopt_;
   std::shared_ptr<std::atomic<bool>> alive = alive_;
   const uint64_t swap_min = options_.swap_min_bytes;
   auto work = [=]() {
@@ -268,7 +264,7 @@ void OnlinePlanning::hand_to_planner() {
       gave_up = true;
     }
     destroy_events(*rec, *driver);
-    if (*alive) owner->adopt(std::move(follower), std::move(summary), gave_up);
+    if (*alive) adopt(std::move(follower), std::move(summary), gave_up);
   };
   try {
     // The planner's thread takes no signals meant for the program.

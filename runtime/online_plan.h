@@ -1,13 +1,14 @@
 // Online planning (Note [Following a plan], runtime/plan_follow.h): one
 // iteration recorded in runtime identities, planned on a background thread
-// with the planner the CLI uses, handed to PlanFollow as a follower.
-// Every call is made with PlanFollow's lock held.
+// with the planner the CLI uses, handed to its owner (PlanFollow) as a
+// follower. Every call is made with the owner's lock held.
 #pragma once
 
 #include <cuda.h>
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,11 +23,15 @@
 
 namespace cuswap::hooks {
 
-class PlanFollow;
-
 class OnlinePlanning {
  public:
-  OnlinePlanning(const Driver& driver, const conf::Options& options, PlanFollow& owner);
+  // Takes the planner's answer, from the planner's thread: a follower in
+  // runtime identities, or none (`summary` says why); `gave_up`: do not
+  // try again. It is not called once this object is gone.
+  using Adopt = std::function<void(std::unique_ptr<policy::PlanFollower> follower,
+                                   std::string summary, bool gave_up)>;
+
+  OnlinePlanning(const Driver& driver, const conf::Options& options, Adopt adopt);
   ~OnlinePlanning();
   OnlinePlanning(const OnlinePlanning&) = delete;
   OnlinePlanning& operator=(const OnlinePlanning&) = delete;
@@ -41,8 +46,10 @@ class OnlinePlanning {
   void launch_started(CUstream stream);
   void launch_ended(CUstream stream, CUresult result);
 
-  // The planner's answer came (PlanFollow::adopt); `gave_up`: do not try again.
+  // The planner's answer came (through Adopt); `gave_up`: do not try again.
   void planning_done(bool gave_up);
+  // Whether an iteration is being recorded: launches are timed only then.
+  bool recording() const { return recording_ != nullptr; }
 
   // What a recorded iteration holds (online_plan.cpp).
   struct Recording;
@@ -52,7 +59,7 @@ class OnlinePlanning {
 
   const Driver& driver_;
   conf::Options options_;
-  PlanFollow& owner_;
+  Adopt adopt_;
   std::unique_ptr<Recording> recording_;      // while recording
   bool planning_ = false;                     // a recording is with the planner
   bool gave_up_ = false;                      // planning failed: stay reactive

@@ -25,7 +25,11 @@ uint64_t budget_of(const conf::Options& options, int device) {
 PlanFollow::PlanFollow(const Driver& driver, Allocator& allocator, const conf::Options& options)
     : driver_(driver), allocator_(allocator), options_(options) {
   if (options_.plan_path.empty() && options_.online)
-    online_ = std::make_unique<OnlinePlanning>(driver_, options_, *this);
+    online_ = std::make_unique<OnlinePlanning>(
+        driver_, options_,
+        [this](std::unique_ptr<policy::PlanFollower> follower, std::string summary, bool gave_up) {
+          adopt(std::move(follower), std::move(summary), gave_up);
+        });
 }
 
 PlanFollow::~PlanFollow() = default;
@@ -194,6 +198,7 @@ void PlanFollow::begin_iteration_locked() noexcept {
       }
     }
     if (online_ && !follower_) online_->begin_iteration(iteration_, live);
+    recording_.store(online_ && online_->recording(), std::memory_order_release);
   } catch (...) {
     give_up_locked();
   }
@@ -211,6 +216,7 @@ void PlanFollow::give_up_locked() noexcept {
   follower_.reset();
   pending_.reset();
   online_.reset();
+  recording_.store(false, std::memory_order_release);
   static log::Limited limit(1);
   if (limit.allow())
     log::warn("out of memory following a plan; evicting only when memory runs out");
@@ -282,13 +288,17 @@ void PlanFollow::before_launch(const KernelInfo* kernel, CUstream stream,
   }
 }
 
+// Outside a recorded iteration (reactive, or following a plan) a launch
+// takes mu_ once, in before_launch: these two take it only to time the
+// launches of the iteration being recorded.
 void PlanFollow::launch_prepared(CUstream stream) noexcept {
+  if (!recording_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(mu_);
   if (online_) online_->launch_started(stream);
 }
 
 void PlanFollow::after_launch(CUstream stream, CUresult result) noexcept {
-  {
+  if (recording_.load(std::memory_order_acquire)) {
     std::lock_guard lock(mu_);
     if (online_) online_->launch_ended(stream, result);
   }

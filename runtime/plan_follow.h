@@ -102,6 +102,9 @@ class PlanFollow {
   std::unique_ptr<policy::PlanFollower> pending_;  // adopted at the next iteration
   std::string pending_summary_;
   std::unique_ptr<OnlinePlanning> online_;
+  // online_ records an iteration: set under mu_, read without it by the
+  // launch path, which takes mu_ around a launch only then.
+  std::atomic<bool> recording_{false};
   policy::IterationDetector detector_;
   bool marked_ = false;  // the program marks iterations itself
   uint64_t iteration_ = 0;
