@@ -11,7 +11,32 @@ void IterationDetector::restart(uint64_t anchor) {
   period_ = 0;
 }
 
+// The period under kMinPeriod with which history_[first, end) repeats (one
+// kernel launched again and again), or 0: every multiple of it repeats
+// too, so no period found in it is a step.
+uint64_t IterationDetector::loop_of_few(uint64_t first, uint64_t end) const {
+  for (uint64_t q = 1; q < kMinPeriod && first + q < end; ++q) {
+    bool repeats = true;
+    for (uint64_t i = first + q; i < end && repeats; ++i)
+      repeats = history_[i] == history_[i - q];
+    if (repeats) return q;
+  }
+  return 0;
+}
+
 bool IterationDetector::on_launch(uint64_t key) {
+  if (few_ > 0) {
+    // In a loop of a few launches: one comparison a launch until it changes,
+    // keeping the last kMinPeriod launches (few_ < kMinPeriod).
+    const bool same = key == history_[history_.size() - few_];
+    history_.push_back(key);
+    if (history_.size() > 2 * kMinPeriod)
+      history_.erase(history_.begin(), history_.end() - static_cast<std::ptrdiff_t>(kMinPeriod));
+    if (same) return false;
+    few_ = 0;
+    restart(history_.size() - 1);
+    return false;
+  }
   const uint64_t at = history_.size();
   history_.push_back(key);
   if (period_ > 0) {
@@ -44,7 +69,14 @@ bool IterationDetector::on_launch(uint64_t key) {
   });
   for (const Proposal& p : proposals_) {
     if (p.matched == p.period) {
-      // Two whole periods from the anchor agree and `at` starts the third.
+      // Two whole periods from the anchor agree and `at` starts the third;
+      // unless they are a loop of a few launches, which shows no step:
+      // then nothing is looked for until it changes.
+      if (const uint64_t few = loop_of_few(at - p.period, at)) {
+        restart(at);
+        few_ = few;
+        return false;
+      }
       period_ = p.period;
       proposals_.clear();
       next_boundary_ = at + period_;

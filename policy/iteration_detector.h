@@ -13,9 +13,11 @@
 // has waited its patience without a live proposal; each replacement
 // doubles the patience (up to kAnchorPatience launches), so a step of any
 // length is eventually waited out.
-// Proposals shorter than kMinPeriod launches are ignored, and after a found
-// period breaks only longer ones are taken: one layer's kernels repeat
-// within a step too, and the step is the longest period that holds.
+// Proposals shorter than kMinPeriod launches are ignored, and so are those
+// whose launches repeat with a shorter period than that (a loop of one
+// kernel: every multiple of its period repeats); after a found period
+// breaks only longer ones are taken: one layer's kernels repeat within a
+// step too, and the step is the longest period that holds.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,7 @@ class IterationDetector {
     uint64_t matched = 0;  // launches since it was proposed that repeated
   };
   void restart(uint64_t anchor);
+  uint64_t loop_of_few(uint64_t first, uint64_t end) const;
 
   std::vector<uint64_t> history_;  // keys since the anchor
   uint64_t anchor_ = 0;            // index in history_ of the anchor
@@ -49,6 +52,7 @@ class IterationDetector {
   uint64_t min_period_ = 0;             // longer than any period found and broken since
   uint64_t patience_ = 2 * kMinPeriod;  // launches an anchor waits for its key again
   uint64_t next_boundary_ = 0;
+  uint64_t few_ = 0;  // in a loop of this many launches (< kMinPeriod): no step
 };
 
 }  // namespace cuswap::policy
