@@ -5,7 +5,8 @@
 // The first iteration of a run warms up (allocator growth, autotuning) and
 // the last one may be cut short by the capture, so with several iterations
 // the window is the middle one (index size/2: the second of two). A trace
-// without iteration marks is one window. Which one was used is a note.
+// without iteration marks is cut where its ops repeat (Note [Steps without
+// marks]), else it is one window. Which one was used is a note.
 //
 // Note [Idle time]
 // A GPU capture's compute engine is not busy from the first kernel to the
@@ -29,6 +30,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "policy/step_finder.h"
 
 namespace cuswap::policy {
 
@@ -111,24 +114,37 @@ struct Window {
   int64_t end_ns = INT64_MAX;
 };
 
-// The window to plan (Note [Which iteration]), and a note of which it is.
+// The window to plan (Note [Which iteration]), and a note of which it is:
+// the trace's iterations, or where it marks none those found from its
+// repeating ops (Note [Steps without marks]).
 bool choose_window(const trace::Trace& trace, const WorkloadOptions& options, Workload& out,
                    Window& window, std::string& error) {
   window.end_op = static_cast<uint32_t>(trace.ops.size());
-  if (!trace.iterations.empty()) {
-    size_t chosen = trace.iterations.size() / 2;
+  const bool marked = !trace.iterations.empty();
+  const std::vector<trace::Iteration> found =
+      marked ? std::vector<trace::Iteration>{} : find_steps(trace, out.device);
+  const std::vector<trace::Iteration>& steps = marked ? trace.iterations : found;
+  if (!steps.empty()) {
+    size_t chosen = steps.size() / 2;
     if (options.iteration >= 0) {
-      if (static_cast<size_t>(options.iteration) >= trace.iterations.size()) {
-        error = fmt::format("{}: iteration {} asked for, the trace has {}", trace.source,
-                            options.iteration, trace.iterations.size());
+      if (static_cast<size_t>(options.iteration) >= steps.size()) {
+        error = fmt::format("{}: iteration {} asked for, the trace has {}{}", trace.source,
+                            options.iteration, steps.size(),
+                            marked ? "" : " (found from its repeating ops)");
         return false;
       }
       chosen = static_cast<size_t>(options.iteration);
     }
-    const trace::Iteration& it = trace.iterations[chosen];
+    const trace::Iteration& it = steps[chosen];
     window = Window{it.first_op, it.end_op, it.start_ns, it.end_ns};
     out.iteration = static_cast<uint32_t>(chosen);
-    out.notes.push_back(fmt::format("iteration {} of {} planned", chosen, trace.iterations.size()));
+    if (marked)
+      out.notes.push_back(fmt::format("iteration {} of {} planned", chosen, steps.size()));
+    else
+      out.notes.push_back(fmt::format(
+          "iteration {} of {} planned (ops {} to {}): the trace marks none; its steps are found "
+          "where its ops repeat (Note [Steps without marks])",
+          chosen, steps.size(), it.first_op, it.end_op - 1));
   } else if (options.iteration > 0) {
     error = fmt::format("{}: iteration {} asked for, the trace marks none", trace.source,
                         options.iteration);

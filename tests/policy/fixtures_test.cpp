@@ -10,6 +10,7 @@
 
 #include "policy/planner.h"
 #include "policy/simulator.h"
+#include "policy/step_finder.h"
 #include "tests/policy/plan_checks.h"
 #include "tracer/import/import.h"
 
@@ -403,6 +404,40 @@ TEST(Fixtures, NoPrefetchCrossesTheOpThatNeedsTheMostBytes) {
   }
   EXPECT_GT(back_for_it, 10u);
   EXPECT_EQ(crossing, 0u);
+}
+
+// A GPU capture read without its step marks (Note [Steps without marks])
+// is planned one step at a time as with them: the steps found hold the
+// marked steps' ops, and the window planned takes about a marked step's
+// time, never the whole capture's.
+TEST(StepsWithoutMarks, AGpuCaptureStrippedOfItsMarksKeepsItsSteps) {
+  const std::string file = std::string(CUSWAP_TEST_DATA) + "/gpu/torch-resnet50-v100.trace.json.gz";
+  trace::Trace marked;
+  std::string error;
+  ASSERT_TRUE(trace::import_trace(file, {}, marked, error)) << error;
+  ASSERT_GE(marked.iterations.size(), 3u);
+  Workload with_marks;
+  ASSERT_TRUE(build_workload(marked, {}, with_marks, error)) << error;
+
+  trace::Trace stripped = marked;
+  stripped.iterations.clear();
+  const std::vector<trace::Iteration> steps = find_steps(stripped, with_marks.device);
+  ASSERT_GE(steps.size(), marked.iterations.size() - 1);
+  Workload without;
+  ASSERT_TRUE(build_workload(stripped, {}, without, error)) << error;
+  EXPECT_EQ(without.ops.size(), with_marks.ops.size());
+  EXPECT_NE(without.iteration, trace::kNoIteration);
+  const auto span_ns = [](const Workload& w) {
+    int64_t ns = 0;
+    for (const WorkOp& op : w.ops)
+      ns += op.duration_ns + op.idle_ns;
+    return ns;
+  };
+  const int64_t marked_ns = span_ns(with_marks), found_ns = span_ns(without);
+  EXPECT_GT(found_ns, marked_ns * 8 / 10);
+  EXPECT_LT(found_ns, marked_ns * 12 / 10);
+  const trace::Iteration& last = marked.iterations.back();
+  EXPECT_LT(found_ns, last.end_ns - marked.iterations.front().start_ns);
 }
 
 }  // namespace
