@@ -55,11 +55,7 @@ void buffers(JsonWriter& j, const trace::TraceSummary& s) {
     j.field("size_bytes", b.size_bytes);
     j.field("device", b.device);
     j.field("alloc_time_ns", b.alloc_time_ns);
-    j.key("free_time_ns");
-    if (b.free_time_ns)
-      j.value(*b.free_time_ns);
-    else
-      j.null();
+    j.field("free_time_ns", b.free_time_ns);
     j.field("live_at_end", !b.free_time_ns.has_value());
     j.field("launches", b.launches);
     j.end_object();

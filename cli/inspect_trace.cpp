@@ -82,11 +82,7 @@ std::string render_trace_json(const trace::Trace& t, std::string_view file) {
     j.field("name", a.allocator);
     j.field("space", space_name(a.space));
     j.field("device", a.device);
-    j.key("peak_bytes");
-    if (a.peak_bytes)
-      j.value(*a.peak_bytes);
-    else
-      j.null();
+    j.field("peak_bytes", a.peak_bytes);
     j.end_object();
   }
   j.end_array();

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <concepts>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,6 +87,14 @@ class JsonWriter {
   }
   void value(const char* v) { value(std::string_view(v)); }
   void null() { scalar("null"); }
+  // A value where there is one, else null.
+  template <typename T>
+  void value(const std::optional<T>& v) {
+    if (v)
+      value(*v);
+    else
+      null();
+  }
 
   template <typename T>
   void field(std::string_view name, const T& v) {

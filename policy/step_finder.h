@@ -22,11 +22,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "policy/iteration_detector.h"
 #include "tracer/trace.h"
 
 namespace cuswap::policy {
 
-inline constexpr uint32_t kMinStepOps = 8;
+// The shortest step, as the runtime's detector takes it.
+inline constexpr uint64_t kMinStepOps = IterationDetector::kMinPeriod;
 
 // The steps of `trace`'s ops on `device` (-1: every op; copies left out),
 // as iterations over the trace's op indices and times; empty when its ops

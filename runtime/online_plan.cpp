@@ -15,6 +15,7 @@
 #include "policy/planner.h"
 
 namespace cuswap::hooks {
+
 struct OnlinePlanning::Recording {
   struct Op {
     std::string name;

@@ -99,13 +99,19 @@ bool read_entry(simdjson::dom::element entry_e, const JsonPath& ep, size_t index
   return true;
 }
 
-void add_allocation(const Entry& e, DeviceHistory& h, SnapshotRead& r) {
+// The block an entry names, on its device.
+Tensor entry_tensor(const Entry& e, int device) {
   Tensor t;
   t.size_bytes = e.size;
   t.requested_bytes = e.size;
-  t.allocator = fmt::format("cuda:{}", h.device);
-  t.device = h.device;
+  t.allocator = fmt::format("cuda:{}", device);
+  t.device = device;
   t.address = e.addr;
+  return t;
+}
+
+void add_allocation(const Entry& e, DeviceHistory& h, SnapshotRead& r) {
+  Tensor t = entry_tensor(e, h.device);
   t.alloc_ns = e.time_ns;
   name_from_frames(e.object, t);
   h.live[e.addr] = r.out.tensors.size();
@@ -128,12 +134,7 @@ void complete_free(const Entry& e, DeviceHistory& h, SnapshotRead& r) {
     return;
   }
   ++r.unpaired_frees;
-  Tensor t;
-  t.size_bytes = e.size;
-  t.requested_bytes = e.size;
-  t.allocator = fmt::format("cuda:{}", h.device);
-  t.device = h.device;
-  t.address = e.addr;
+  Tensor t = entry_tensor(e, h.device);
   t.persistent = true;
   t.free_ns = e.time_ns;
   r.builder.add_tensor(std::move(t));
