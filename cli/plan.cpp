@@ -19,6 +19,7 @@ struct PlanOptions {
   std::vector<std::string> files;
   std::string output;
   std::string planner{policy::kDefaultPlanner};
+  bool planner_given = false;  // with --max-batch: that planner's row only
   bool max_batch = false;
   std::vector<uint32_t> batches;
   double max_overhead = 0.1;
@@ -196,8 +197,20 @@ Status run_max_batch(const PlanOptions& o, std::FILE* out) {
   policy::MaxBatchOptions options;
   options.request = request;
   options.max_overhead = o.max_overhead;
-  const std::vector<policy::MaxBatchRow> rows =
-      policy::max_batch(model, options, policy::all_planners());
+  // Every planner, or the one asked for; `none` leaves the row without
+  // swapping alone, which is all a search for the stock batch needs.
+  std::vector<const policy::Planner*> planners;
+  if (!o.planner_given) {
+    const auto all = policy::all_planners();
+    planners.assign(all.begin(), all.end());
+  } else if (o.planner != "none") {
+    const policy::Planner* p = policy::find_planner(o.planner);
+    if (p == nullptr)
+      return failure(kExitBadInput, fmt::format("--planner: expected none or one of {}, got \"{}\"",
+                                                policy::planner_names(), o.planner));
+    planners.push_back(p);
+  }
+  const std::vector<policy::MaxBatchRow> rows = policy::max_batch(model, options, planners);
   std::string text;
   if (o.json) {
     text = max_batch_json(model, request, o.max_overhead, rows);
@@ -235,8 +248,12 @@ Command add_plan(CLI::App& app) {
       "input (one line on stderr).");
   sub->add_option("file", options->files, "The trace (several with --max-batch)")->required();
   sub->add_option("-o,--output", options->output, "Write the plan JSON here (- for stdout)");
-  sub->add_option("--planner", options->planner, "Planner: " + policy::planner_names())
-      ->capture_default_str();
+  sub->add_option("--planner", options->planner,
+                  "Planner: " + policy::planner_names() +
+                      " (with --max-batch: that planner's row only, or none for the row "
+                      "without swapping alone; default every planner)")
+      ->capture_default_str()
+      ->each([options](const std::string&) { options->planner_given = true; });
   sub->add_flag("--max-batch", options->max_batch,
                 "Answer the largest batch that fits, from traces at several batch sizes");
   // One argument per --batches, split at commas: sizes separated by spaces

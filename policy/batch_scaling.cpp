@@ -209,7 +209,13 @@ std::vector<MaxBatchRow> max_batch(const BatchModel& model, const MaxBatchOption
             c.why = fmt::format("batch {}: the plan does not fit (peak {} B)", batch,
                                 c.peak_bytes);
           else if (!c.ok)
-            c.why = fmt::format("batch {}: overhead {:.1f}%", batch, 100 * c.overhead);
+            // The bound says whether any plan could do better, or the link
+            // itself sets the limit (Note [Lower bounds]).
+            c.why = fmt::format("batch {}: overhead {:.1f}% (any plan's at least {:.1f}%)", batch,
+                                100 * c.overhead,
+                                100 * (static_cast<double>(o.result.lower_bound_ns) /
+                                           static_cast<double>(o.result.infinite_memory_ns) -
+                                       1));
           return c;
         },
         options.batch_cap, model.batches));

@@ -216,6 +216,42 @@ TEST_F(PolicyCli, MaxBatchTable) {
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_TRUE(contains(t.out, "no swapping")) << t.out;
   EXPECT_TRUE(contains(t.out, "fitted from batches 2 4")) << t.out;
+  // --planner asks for one planner's row, `none` for the stock row alone;
+  // the rows asked for are the same as in the whole table.
+  const Result one = cuswap({"plan", "--max-batch", "--budget", "4MiB", "--planner", "cuswap",
+                             files[0], files[1], "--json"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  simdjson::dom::element one_doc;
+  simdjson::dom::parser one_parser;
+  ASSERT_EQ(one_parser.parse(one.out).get(one_doc), simdjson::SUCCESS) << one.out;
+  simdjson::dom::array one_rows;
+  ASSERT_EQ(one_doc["rows"].get(one_rows), simdjson::SUCCESS);
+  ASSERT_EQ(one_rows.size(), 2u);
+  EXPECT_EQ(std::string_view(one_rows.at(1)["planner"]), "cuswap");
+  EXPECT_EQ(uint64_t(one_rows.at(0)["max_batch"]), without);
+  EXPECT_EQ(uint64_t(one_rows.at(1)["max_batch"]), uint64_t(rows.at(1)["max_batch"]));
+  const Result none = cuswap({"plan", "--max-batch", "--budget", "4MiB", "--planner", "none",
+                              files[0], files[1], "--json"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  simdjson::dom::element none_doc;
+  simdjson::dom::parser none_parser;
+  ASSERT_EQ(none_parser.parse(none.out).get(none_doc), simdjson::SUCCESS) << none.out;
+  simdjson::dom::array none_rows;
+  ASSERT_EQ(none_doc["rows"].get(none_rows), simdjson::SUCCESS);
+  ASSERT_EQ(none_rows.size(), 1u);
+  EXPECT_EQ(uint64_t(none_rows.at(0)["max_batch"]), without);
+}
+
+TEST_F(PolicyCli, MaxBatchOverheadLimitStatesTheBound) {
+  // On pcie3 with op times at 1%, the 4-layer LM's largest batch is set by
+  // the overhead, and the row says how much of it any plan must pay.
+  const std::string dir = std::string(CUSWAP_TEST_DATA) + "/tf1/";
+  const Result r = cuswap({"plan", "--max-batch", "--budget", "600MiB", "--planner", "cuswap",
+                           "--link", "pcie3", "--time-scale", "0.01",
+                           dir + "lstm-l4-t32-b2.step_stats.pb.gz",
+                           dir + "lstm-l4-t32-b4.step_stats.pb.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "% (any plan's at least ")) << r.out;
 }
 
 TEST_F(PolicyCli, InfeasibleBudgetIsAReport) {
@@ -268,6 +304,9 @@ TEST_F(PolicyCli, BadInputIsOneLineAndExitTwo) {
       {{"plan", kTrace, "-o", dir_.path("p.json")}, "--budget"},
       {{"plan", "--max-batch", "--budget", "1GiB", kTrace, kTrace, "--batches", "2,2"},
        "two or more different batch sizes"},
+      {{"plan", "--max-batch", "--budget", "1GiB", kTrace, kTrace, "--batches", "2,4", "--planner",
+        "magic"},
+       "--planner: expected none or one of"},
       {{"export", kTrace, "-o", dir_.path("x.json")}, "--perfetto"},
   };
   for (const auto& [args, expected] : cases) {
