@@ -74,7 +74,71 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Bloc
   uint64_t freed = 0;
   while (chosen < candidates.size() && freed < bytes_needed)
     freed += candidates[chosen++]->range_bytes;
-  return evict(dev, std::span<Block*>(candidates.data(), chosen), in_flight);
+  const CUresult r = evict(dev, std::span<Block*>(candidates.data(), chosen), in_flight);
+  if (r == CUDA_SUCCESS) {
+    // Note [Prefetching ahead]'s order; entries of buffers fetched back or
+    // freed since go when they outnumber the buffers.
+    std::vector<uintptr_t>& lifo = dev.evicted_for_room;
+    if (lifo.size() > 2 * blocks_.size() + 64)
+      std::erase_if(lifo, [this](uintptr_t base) {
+        const Block* b = by_base_.find(base);
+        return !b || (b->residency != Residency::evicted && b->residency != Residency::evicting);
+      });
+    try {
+      for (size_t i = 0; i < chosen; ++i)
+        lifo.push_back(candidates[i]->base);
+    } catch (...) {
+      lifo.clear();  // only the order of fetching ahead is lost
+    }
+  }
+  return r;
+}
+
+// Note [Prefetching ahead]
+// Without a plan, an evicted buffer comes back when a use names it, and the
+// use waits for its copy. But training gives memory back in the reverse
+// order it took it: past the step's peak, the backward pass frees as it
+// goes and wants the forward pass's buffers last evicted first. So once
+// live bytes have fallen well below their peak (an eighth of the budget),
+// each free brings back the buffers last evicted for room while that
+// leaves room to spare (another eighth) without evicting anything: their
+// copies run on the prefetch stream while the device computes, and a use
+// finds them there or in flight. Once they rise an eighth above their low,
+// the watch waits for the next peak.
+void Allocator::prefetch_ahead(Device& dev) noexcept {
+  const uint64_t margin = dev.budget_bytes / 8;
+  if (!dev.used_falling && dev.used_bytes + margin <= dev.used_peak) {
+    dev.used_falling = true;
+    dev.used_low = dev.used_bytes;
+  }
+  if (!dev.used_falling) return;
+  dev.used_low = std::min(dev.used_low, dev.used_bytes);
+  while (!dev.evicted_for_room.empty()) {
+    Block* block = by_base_.find(dev.evicted_for_room.back());
+    // One still in flight lands if its copy is done (no wait); if not, it
+    // is left to its use, as is one fetched back or freed since: the ones
+    // evicted before it are next.
+    if (block && block->device == dev.ordinal && block->residency == Residency::evicting)
+      land_evictions(dev, /*wait_for_one=*/false);
+    if (!block || block->device != dev.ordinal || block->residency != Residency::evicted) {
+      dev.evicted_for_room.pop_back();
+      continue;
+    }
+    // Room without evicting: pages pooled, not yet created, or in freed
+    // ranges (take_pages' first sources).
+    const uint64_t room = dev.budget_bytes - std::min(dev.device_bytes, dev.budget_bytes) +
+                          dev.free_mapped_bytes + dev.page_pool.size() * dev.granularity;
+    if (room < block->range_bytes + margin) return;
+    ScopedContext scope(driver_, dev.context);
+    Block* keep[] = {block};
+    if (scope.status() != CUDA_SUCCESS ||
+        prefetch(*block, dev.prefetch_stream, keep, PrefetchReason::planned,
+                 /*may_evict=*/false) != CUDA_SUCCESS)
+      return;
+    dev.evicted_for_room.pop_back();
+    ++stats_.prefetches_ahead;
+    block->last_tick = ++tick_;  // wanted soon: the last to go under pressure
+  }
 }
 
 // Note [Host copies by best fit]

@@ -106,6 +106,11 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   block->last_tick = ++tick_;
   dev->used_bytes += block->size_bytes;
   dev->used_high = std::max(dev->used_high, dev->used_bytes);
+  if (dev->used_falling && dev->used_bytes > dev->used_low + dev->budget_bytes / 8) {
+    dev->used_falling = false;  // rising again (Note [Prefetching ahead])
+    dev->used_peak = 0;
+  }
+  if (!dev->used_falling) dev->used_peak = std::max(dev->used_peak, dev->used_bytes);
   dev->reserved_high = std::max(dev->reserved_high, dev->device_bytes);
   *out = block->base;
   return CUDA_SUCCESS;
@@ -241,8 +246,10 @@ CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) n
   if (!block) return CUDA_ERROR_INVALID_VALUE;
   by_base_.erase(base);
   blocks_.erase(base);
-  devices_[static_cast<size_t>(block->device)]->used_bytes -= block->size_bytes;
+  Device& dev = *devices_[static_cast<size_t>(block->device)];
+  dev.used_bytes -= block->size_bytes;
   release_block(block, stream, stream_ordered);
+  prefetch_ahead(dev);
   return CUDA_SUCCESS;
 }
 
@@ -307,6 +314,12 @@ CUresult Allocator::make_resident(CUstream stream, const UseBuffers& use,
       Device& dev = *devices_[static_cast<size_t>(block->device)];
       if (block->evict_copy) cancel_eviction(dev, *block, stream);
       if (block->residency == Residency::evicting) return CUDA_ERROR_UNKNOWN;  // cannot land
+      // One on its way back (planned, or fetched ahead) is read after its copy.
+      if (block->residency == Residency::prefetching)
+        for (EventRef& wait : block->waits.events)
+          if (wait && !wait.done())
+            if (CUresult r = calls_.cuStreamWaitEvent(stream, wait.event()); r != CUDA_SUCCESS)
+              return r;
       if (dev.host_vmm || block->small) continue;
       mark_escaped(*block);
       if (block->residency == Residency::evicted) {

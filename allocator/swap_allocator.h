@@ -219,6 +219,7 @@ class Allocator {
                                         bool ordered, MayWait may_wait, Block*& out) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
   void release_donor(Device& dev, Block& block, UsePoint after) noexcept;
+  void prefetch_ahead(Device& dev) noexcept;
 
   // allocator/device_pages.cpp
   [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;

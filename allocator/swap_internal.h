@@ -296,6 +296,13 @@ struct Allocator::Device {
   std::vector<HostRelease> host_releases;
   std::vector<StreamUses> streams;                    // Note [Lazy use events]
   std::vector<Allocator::Block*> evicting;            // evictions in flight, oldest first
+  // Bases of buffers evicted for room, last evicted last (Note [Prefetching
+  // ahead]); a base may have been fetched back or freed since.
+  std::vector<uintptr_t> evicted_for_room;
+  // The watch of Note [Prefetching ahead]: live bytes rising to a peak, or
+  // falling from it to a low.
+  bool used_falling = false;
+  uint64_t used_peak = 0, used_low = 0;
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device
   // pages still counted in device_bytes, host copies still in host_bytes.

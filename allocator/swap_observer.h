@@ -26,7 +26,7 @@ enum class EvictReason : uint8_t {
 };
 enum class PrefetchReason : uint8_t {
   on_demand = 0,   // a use named the evicted buffer
-  planned = 1,     // a plan's trigger
+  planned = 1,     // a plan's trigger, or fetched ahead (Note [Prefetching ahead])
   unseen_use = 2,  // a use cuswap could not see into needed every buffer back
 };
 

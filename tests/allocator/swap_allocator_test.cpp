@@ -323,6 +323,50 @@ TEST_F(SwapTest, EvictingForRoomLeavesTheHostFree) {
   EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
 }
 
+// Note [Prefetching ahead]: once live bytes fall from their peak, each free
+// brings back the buffers last evicted for room, last first, while an
+// eighth of the budget stays free, and their uses find them there.
+TEST_F(SwapTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  constexpr uint64_t k8MiB = 8 * kMiB;
+  CUstream s = make_stream();
+  std::vector<CUdeviceptr> a, b;
+  for (uint32_t i = 0; i < 8; ++i) {
+    a.push_back(swap_alloc(k8MiB));
+    ASSERT_CU(fill(s, a.back(), k8MiB, i + 1));
+  }
+  ASSERT_CU(cuCtxSynchronize());
+  for (uint32_t i = 0; i < 4; ++i) {  // evicts a[0..3], least recently used first
+    b.push_back(swap_alloc(k8MiB));
+    ASSERT_CU(fill(s, b.back(), k8MiB, 100 + i));
+  }
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(allocator->stats().evictions, 4u);
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
+  // One free leaves 8 MiB: not the buffer and the margin.
+  ASSERT_CU(swap_free(b[3], s, true));
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
+  // Two leave 16 MiB: the last evicted comes back, and only it.
+  ASSERT_CU(swap_free(b[2], s, true));
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 1u);
+  EXPECT_NE(allocator->residency(a[3]), Residency::evicted);
+  EXPECT_EQ(allocator->residency(a[2]), Residency::evicted);
+  ASSERT_CU(swap_free(b[1], s, true));
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 2u);
+  EXPECT_NE(allocator->residency(a[2]), Residency::evicted);
+  EXPECT_EQ(allocator->residency(a[1]), Residency::evicted);
+  const uint64_t on_demand = allocator->stats().prefetches_on_demand;
+  std::vector<char> heads(32);  // read into until the synchronize below
+  ASSERT_CU(read(s, heads.data(), a[3], 16));
+  ASSERT_CU(read(s, heads.data() + 16, a[2], 16));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(allocator->stats().prefetches_on_demand, on_demand);
+  for (uint32_t i = 0; i < 8; ++i)
+    EXPECT_EQ(mismatches(a[i], k8MiB, i + 1), 0u) << i;
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
+}
+
 // An eviction takes back the host copy of a prefetch that has landed before
 // it pins more host memory (Note [Host copies by best fit]): here the
 // third eviction reuses the first one's copy, so two copies are ever pinned.
