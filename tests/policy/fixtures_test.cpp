@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "policy/bounds.h"
 #include "policy/planner.h"
 #include "policy/simulator.h"
 #include "policy/step_finder.h"
@@ -311,6 +312,32 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
   EXPECT_GE(near_bound, 3u);
   EXPECT_EQ(grouped, 1u);
   EXPECT_GT(entries_checked, kShortSweep ? 100u : 1000u);
+}
+
+// Note [Lower bounds] holds for every plan, not only on the sweep's
+// fixtures: on every trace (both batch sizes and the GPU captures), at 75%
+// and 50% on pcie3 and pcie5, no planner's plan that fits simulates faster
+// than the bound. The bound is computed once a case; the plans without it.
+TEST(Bounds, NoPlanOfAnyFixtureBeatsTheBound) {
+  size_t cases = 0;
+  for (const Fixture& f : fixtures()) {
+    for (const char* link_name : {"pcie3", "pcie5"}) {
+      for (int percent : {75, 50}) {
+        PlanRequest request = at_percent(f.workload, percent);
+        request.link = *find_link(link_name);
+        const int64_t bound_ns = lower_bounds(f.workload, sim_options(request)).problem_ns;
+        for (const Planner* p : all_planners()) {
+          ++cases;
+          const Plan plan = p->plan(f.workload, request);
+          const SimResult r = simulate_plan(f.workload, plan, request);
+          if (!r.fits) continue;  // an infeasible budget over-commits
+          EXPECT_GE(r.iteration_ns, bound_ns)
+              << f.file << " at " << percent << "% on " << link_name << ": " << p->name();
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, kShortSweep ? 100u : 2000u);
 }
 
 TEST(Fixtures, SimulationIsDeterministic) {
