@@ -49,9 +49,12 @@
 //    stalls shift the real one; so steps 3-6 run again for budgets a few
 //    percent below the real one, and the best simulated plan is kept.
 // 8. When that plan still stalls, the selections of the seed, Capuchin and
-//    vDNN planners, put through step 6, are simulated too and the fastest
-//    plan kept: on fine-grained traces (PyTorch's aten ops) copies that
-//    cannot be hidden are sometimes better spent on fewer, larger maps.
+//    vDNN planners, put through step 6 and with only their copies for
+//    nothing dropped, are simulated too and the fastest plan kept: on
+//    fine-grained traces (PyTorch's aten ops) copies that cannot be hidden
+//    are sometimes better spent on fewer, larger maps, and on long
+//    sequences (NMT at T = 400) many tensors that hide beat a few large
+//    ones that do not.
 // 9. The op that waits longest is usually one that needs many tensors back
 //    at once while the device is full (where a trace gives only each
 //    tensor's producer and free, what is freed together is last used
@@ -374,14 +377,17 @@ class CuswapPlanner final : public Planner {
     // Step 8: the peers' selections as more starting points.
     for (const Planner* peer : {&seed_planner(), &capuchin_planner(), &vdnn_planner()}) {
       if (done()) break;
-      // The peer's plan as it is, where it wastes no copy, and refined.
+      // The peer's plan refined, or with only its copies for nothing
+      // dropped where that is faster: moving its triggers as well can undo
+      // what it hid well.
       Plan raw = peer->plan(workload, request);
-      const SimResult raw_result = simulate_plan(workload, raw, request);
-      SimResult result;
+      SimResult result, kept_result;
       Plan plan = refine_entries(workload, request, starts, raw, result);
-      if (raw_result.wasted_evictions == 0 && better(raw_result, result)) {
-        plan = std::move(raw);
-        result = raw_result;
+      Plan kept = refine_entries(workload, request, starts, std::move(raw), kept_result,
+                                 /*move_triggers=*/false);
+      if (better(kept_result, result)) {
+        plan = std::move(kept);
+        result = kept_result;
       }
       if (better(result, best_result)) {
         plan.planner = name();
@@ -495,9 +501,11 @@ class CuswapPlanner final : public Planner {
   // Step 6 on any plan: a group whose next use waited moves its prefetch
   // earlier by the wait; a group wanted back while its copy out ran is
   // fetched later, or the entry dropped, whichever simulates faster. The
-  // fastest round without a copy for nothing is kept.
+  // fastest round without a copy for nothing is kept. Without
+  // `move_triggers`, only copies for nothing are dropped.
   Plan refine_entries(const Workload& workload, const PlanRequest& request,
-                      const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
+                      const std::vector<int64_t>& starts, Plan plan, SimResult& result,
+                      bool move_triggers = true) const {
     result = simulate_plan(workload, plan, request);
     std::optional<Plan> best;
     SimResult best_result;
@@ -505,7 +513,7 @@ class CuswapPlanner final : public Planner {
     // Every round changes the plan, and after the feedback rounds only
     // drops go on: it ends with no copy for nothing left.
     for (int round = 0;; ++round) {
-      const bool may_move = round < 2 * kFeedbackRounds;
+      const bool may_move = move_triggers && round < 2 * kFeedbackRounds;
       const Feedback f = feedback(plan, result);
       if (!f.wasted && !may_move) break;
       bool dropped = false, delayed = false;
