@@ -248,7 +248,12 @@ def capture_session(
 # - The forward pass reads its inputs through stop_gradient, so an enclosing
 #   GradientTape records none of its ops (and keeps none of their outputs):
 #   the custom gradient alone connects scores to inputs.
-CHUNK_STEPS = 16
+# Four steps a chunk: the chunk's temporaries are what is left to limit the
+# batch once swapping moves the rest (at T = 400, chunks of 16 made one
+# gradient op of the chunk need more than the whole device at 27x the
+# standard attention's batch; chunks of 4 hold four times the batch), for
+# four times the ops.
+CHUNK_STEPS = 4
 
 _recomputed_scores = None
 
