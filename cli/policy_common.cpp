@@ -207,8 +207,9 @@ std::optional<uint32_t> batch_from_name(const std::string& path) {
 
 bool load_batch_model(const std::vector<std::string>& files, const std::vector<uint32_t>& batches,
                       const PolicyArgs& args, policy::BatchModel& model,
-                      policy::PlanRequest& request, std::string& error) {
-  if (args.budget.empty() || args.budget.back() == '%') {
+                      policy::PlanRequest& request, std::string& error, bool budget_required) {
+  if ((budget_required && args.budget.empty()) ||
+      (!args.budget.empty() && args.budget.back() == '%')) {
     error = "--budget: --max-batch needs a size";
     return false;
   }
@@ -236,12 +237,14 @@ bool load_batch_model(const std::vector<std::string>& files, const std::vector<u
     }
     samples.push_back({*batch, std::move(loaded.workload)});
   }
-  const std::optional<uint64_t> budget = conf::parse_size(args.budget);
-  if (!budget) {
-    error = not_a_size(args.budget);
-    return false;
+  if (!args.budget.empty()) {
+    const std::optional<uint64_t> budget = conf::parse_size(args.budget);
+    if (!budget) {
+      error = not_a_size(args.budget);
+      return false;
+    }
+    request.budget_bytes = *budget;
   }
-  request.budget_bytes = *budget;
   return policy::fit_batch_model(std::move(samples), model, error);
 }
 

@@ -87,12 +87,13 @@ std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w
 // For --max-batch: the traces `files` of one model, each at the batch size
 // `batches` gives (or, when it is empty, its file name states: "…-b32…"),
 // fitted into one model (policy/batch_scaling.h); `request` is the options'
-// link and time scale with the budget `args.budget`, which must be a size.
-// false with one line in `error`.
+// link and time scale with the budget `args.budget`, which must be a size
+// (or, unless `budget_required`, absent: no budget). false with one line in
+// `error`.
 [[nodiscard]] bool load_batch_model(const std::vector<std::string>& files,
                                     const std::vector<uint32_t>& batches, const PolicyArgs& args,
                                     policy::BatchModel& model, policy::PlanRequest& request,
-                                    std::string& error);
+                                    std::string& error, bool budget_required = true);
 
 // Writes `text` to `path` ("-" for stdout); false with one line on failure.
 [[nodiscard]] bool write_file(const std::string& path, const std::string& text, std::string& error);

@@ -132,7 +132,13 @@ int main(int argc, char** argv) {
   bool child = false;
   CLI::App app{"cuswap-replay: drive a trace through the CUDA driver API (docs/replay.md)",
                "cuswap-replay"};
-  app.add_option("trace", o.trace, "The trace (any format `cuswap simulate` reads)")->required();
+  app.add_option("trace", o.traces,
+                 "The trace (any format `cuswap simulate` reads); with --batch, traces of one "
+                 "model at two or more batch sizes (named …-b32…)")
+      ->required();
+  app.add_option("--batch", o.batch,
+                 "With two or more traces: replay the workload fitted from them at this batch "
+                 "size (as cuswap plan --max-batch searches it)");
   app.add_option("--device-memory", o.device_memory,
                  "simcuda's device memory (default: the workload's peak x 1.25)");
   app.add_option("--policy", o.policy,
@@ -186,6 +192,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? cli::kExitOk : cli::kExitBadInput;
   }
+  o.trace = o.traces.front();
   try {
     if (child) return bench::child_main(o);
     if (o.max_batch) return bench::run_max_batch(o);

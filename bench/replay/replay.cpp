@@ -49,7 +49,25 @@ bool load_workload(const ReplayOptions& o, double batch_scale, cli::Loaded& load
                    uint32_t& workspaces_added, std::string& error) {
   cli::PolicyArgs args = o.policy_args;
   args.budget.clear();  // a percentage is of the scaled workload's peak: parsed below
-  if (!cli::load(o.trace, args, loaded, error)) return false;
+  if (o.traces.size() > 1) {
+    // Note [Replay at a fitted batch]: the workload `cuswap plan
+    // --max-batch` searches, at one batch.
+    if (o.batch == 0) {
+      error = "--batch: two or more traces replay the workload fitted from them at a batch size";
+      return false;
+    }
+    policy::BatchModel model;
+    if (!cli::load_batch_model(o.traces, {}, args, model, loaded.request, error,
+                               /*budget_required=*/false))
+      return false;
+    loaded.workload = policy::synthesize(model, o.batch);
+    loaded.workload.index();
+  } else if (o.batch != 0) {
+    error = "--batch: needs traces of one model at two or more batch sizes";
+    return false;
+  } else if (!cli::load(o.trace, args, loaded, error)) {
+    return false;
+  }
   if (!(batch_scale > 0)) {
     error = fmt::format("--batch-scale: expected a number above 0, got {}", batch_scale);
     return false;
@@ -182,13 +200,17 @@ bool prepare_policy(const Prepared& p, const std::string& policy, PolicyRun& out
 }
 
 std::vector<std::string> child_args(const ReplayOptions& o, double batch_scale) {
-  std::vector<std::string> args = {"--child",       o.trace,
+  std::vector<std::string> args = {"--child",       o.traces.front(),
                                    "--iterations",  std::to_string(o.iterations),
                                    "--batch-scale", fmt::format("{}", batch_scale),
                                    "--time-scale",  fmt::format("{}", o.policy_args.time_scale),
                                    "--device",      std::to_string(o.policy_args.device),
                                    "--iteration",   std::to_string(o.policy_args.iteration)};
   if (o.policy_args.partial) args.push_back("--partial");
+  if (o.traces.size() > 1) {
+    args.insert(args.end(), o.traces.begin() + 1, o.traces.end());
+    args.insert(args.end(), {"--batch", std::to_string(o.batch)});
+  }
   args.insert(args.end(), {"--alloc-path", alloc_path_name(o.alloc_path), "--host-op-us",
                            fmt::format("{}", o.host_op_us)});
   if (o.workspaces) args.push_back("--workspaces");

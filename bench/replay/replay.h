@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench/replay/run.h"
 #include "bench/replay/schedule.h"
@@ -15,7 +16,11 @@
 namespace cuswap::bench {
 
 struct ReplayOptions {
-  std::string trace;
+  std::string trace;  // the first of `traces`, which name the run
+  // With two or more (Note [Replay at a fitted batch]): the workload at
+  // `batch`, fitted from traces of one model at several batch sizes.
+  std::vector<std::string> traces;
+  uint32_t batch = 0;
   std::string device_memory;  // SIZE; "": the workload's peak x 1.25, MiB up
   std::string policy = "none";
   double batch_scale = 1.0;

@@ -110,6 +110,14 @@ uint32_t scratch_tensors(const policy::Workload& workload);
 // Note [Replay batch scaling]: one trace, a batch scale F: tensors that
 // live within the window (allocated and freed in it: activations) and op
 // durations scale by F; weights and carried state do not.
+//
+// Note [Replay at a fitted batch]
+// Scaling one capture scales every part of a tensor, its fixed part too
+// (vocabulary-sized buffers, per-layer constants), so far from the captured
+// batch it overstates memory. With traces at two or more batch sizes and
+// --batch N, the replay runs the workload `cuswap plan --max-batch` fits
+// and searches (policy/batch_scaling.h: each size and duration fixed + per
+// sample x batch), so a batch the simulator found is replayed as it found it.
 void scale_batch(policy::Workload& workload, double factor);
 
 }  // namespace cuswap::bench

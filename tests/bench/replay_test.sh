@@ -85,6 +85,27 @@ case $case in
       expect_clean
       [ $policy = none ] || expect_positive h2d_bytes
     done ;;
+  fitted_batch)
+    # Traces at batches 2 and 4, replayed at batch 64 of the fitted model
+    # (Note [Replay at a fitted batch]), under cuswap's plan at 80%: the
+    # peak is the fitted one, below batch 4's scaled up 16 times.
+    lstm4=$data/tf1/lstm-l4-t32-b4.step_stats.pb.gz
+    "$replay" "$lstm4" --policy none --batch-scale 16 --device-memory 1GiB --iterations 2 --json \
+      >"$out" 2>"$err"; rc=$?
+    expect_clean; scaled=$(field workload_peak_bytes)
+    "$replay" "$data/tf1/lstm-l4-t32-b2.step_stats.pb.gz" "$lstm4" --batch 64 --policy cuswap \
+      --budget 80% --iterations 3 --json >"$out" 2>"$err"; rc=$?
+    expect_clean; expect_positive predicted_ns; expect_positive h2d_bytes
+    fitted=$(field workload_peak_bytes)
+    awk -v f="$fitted" -v s="$scaled" 'BEGIN { exit !(f > 0 && f < s) }' ||
+      fail "the fitted peak at batch 64 is $fitted bytes, batch 4 scaled 16 times $scaled" ;;
+  batch_needs_traces)
+    "$replay" "$lstm" --batch 8 >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q -- "--batch: needs traces of one model at two or more" "$err" ||
+      fail "the error does not say what --batch needs"
+    "$replay" "$lstm" "$data/tf1/lstm-l1-t32-b4.step_stats.pb.gz" >"$out" 2>"$err"; rc=$?
+    expect_exit 2; grep -q -- "--batch: two or more traces" "$err" ||
+      fail "the error does not ask for --batch" ;;
   missing_trace)
     "$replay" "$data/no-such-trace.json" --json >"$out" 2>"$err"; rc=$?
     expect_exit 2; grep -q "no-such-trace.json" "$err" || fail "the error does not name the file" ;;
