@@ -248,6 +248,28 @@ bool load_batch_model(const std::vector<std::string>& files, const std::vector<u
   return policy::fit_batch_model(std::move(samples), model, error);
 }
 
+bool load_at_batch(const std::vector<std::string>& files, uint32_t batch, const PolicyArgs& args,
+                   Loaded& out, std::string& error) {
+  if (files.size() > 1 && batch == 0) {
+    error = "--batch: two or more traces give the workload fitted from them at a batch size";
+    return false;
+  }
+  if (files.size() < 2) {
+    error = "--batch: needs traces of one model at two or more batch sizes";
+    return false;
+  }
+  PolicyArgs unbudgeted = args;
+  unbudgeted.budget.clear();  // a percentage is of the fitted workload's peak: parsed below
+  policy::BatchModel model;
+  if (!load_batch_model(files, {}, unbudgeted, model, out.request, error,
+                        /*budget_required=*/false) ||
+      !load(files.back(), unbudgeted, out, error))  // the trace the fit is modelled on
+    return false;
+  out.workload = policy::synthesize(model, batch);
+  out.workload.index();
+  return parse_request(args, out.workload, out.request, out.budget_given, error);
+}
+
 std::string human_bytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

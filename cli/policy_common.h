@@ -94,6 +94,12 @@ std::string shortfall_text(const policy::Shortfall& s, const policy::Workload& w
                                     const std::vector<uint32_t>& batches, const PolicyArgs& args,
                                     policy::BatchModel& model, policy::PlanRequest& request,
                                     std::string& error, bool budget_required = true);
+// The workload fitted from `files` (as load_batch_model, batch sizes from
+// their names) at `batch`, with the options parsed against it (a PERCENT%
+// budget is of its peak) and the last file as its trace. false with one
+// line in `error`.
+[[nodiscard]] bool load_at_batch(const std::vector<std::string>& files, uint32_t batch,
+                                 const PolicyArgs& args, Loaded& out, std::string& error);
 
 // Writes `text` to `path` ("-" for stdout); false with one line on failure.
 [[nodiscard]] bool write_file(const std::string& path, const std::string& text, std::string& error);

@@ -13,7 +13,8 @@ namespace cuswap::cli {
 namespace {
 
 struct SimulateOptions {
-  std::string file;
+  std::vector<std::string> files;
+  uint32_t batch = 0;  // with two or more files: the fitted workload at this batch
   std::string plan;
   std::string planner{policy::kDefaultPlanner};
   bool json = false;
@@ -38,7 +39,9 @@ Status run_simulate(const SimulateOptions& o, std::FILE* out) {
   std::string error;
   policy::Plan plan;
   std::vector<policy::ResolvedEntry> entries;
-  if (!load(o.file, o.policy, loaded, error)) return failure(kExitBadInput, error);
+  if (o.files.size() > 1 || o.batch != 0 ? !load_at_batch(o.files, o.batch, o.policy, loaded, error)
+                                         : !load(o.files[0], o.policy, loaded, error))
+    return failure(kExitBadInput, error);
   // Without a budget or a plan: the infinite-memory figures, nothing moved.
   const bool unlimited = o.plan.empty() && !loaded.budget_given;
   if (unlimited) {
@@ -76,8 +79,13 @@ Command add_simulate(CLI::App& app) {
       "with neither --plan nor --budget, nothing is moved: the infinite-memory figures. "
       "Exit codes: 0 the plan fits the budget, 1 it does not (the report says by how much and "
       "what must be resident), 2 bad usage or input (one line on stderr).");
-  sub->add_option("file", options->file, "The trace (any format `cuswap inspect` reads)")
+  sub->add_option("file", options->files,
+                  "The trace (any format `cuswap inspect` reads); with --batch, traces of one "
+                  "model at two or more batch sizes (named …-b32…)")
       ->required();
+  sub->add_option("--batch", options->batch,
+                  "With two or more traces: the workload fitted from them at this batch size (as "
+                  "cuswap plan --max-batch searches it)");
   auto* plan = sub->add_option("--plan", options->plan, "A plan file (JSON)");
   sub->add_option("--planner", options->planner,
                   "Make the plan with this planner: " + policy::planner_names())

@@ -49,22 +49,10 @@ bool load_workload(const ReplayOptions& o, double batch_scale, cli::Loaded& load
                    uint32_t& workspaces_added, std::string& error) {
   cli::PolicyArgs args = o.policy_args;
   args.budget.clear();  // a percentage is of the scaled workload's peak: parsed below
-  if (o.traces.size() > 1) {
-    // Note [Replay at a fitted batch]: the workload `cuswap plan
-    // --max-batch` searches, at one batch.
-    if (o.batch == 0) {
-      error = "--batch: two or more traces replay the workload fitted from them at a batch size";
-      return false;
-    }
-    policy::BatchModel model;
-    if (!cli::load_batch_model(o.traces, {}, args, model, loaded.request, error,
-                               /*budget_required=*/false))
-      return false;
-    loaded.workload = policy::synthesize(model, o.batch);
-    loaded.workload.index();
-  } else if (o.batch != 0) {
-    error = "--batch: needs traces of one model at two or more batch sizes";
-    return false;
+  // Note [Replay at a fitted batch]: the workload `cuswap plan --max-batch`
+  // searches, at one batch.
+  if (o.traces.size() > 1 || o.batch != 0) {
+    if (!cli::load_at_batch(o.traces, o.batch, args, loaded, error)) return false;
   } else if (!cli::load(o.trace, args, loaded, error)) {
     return false;
   }

@@ -242,6 +242,34 @@ TEST_F(PolicyCli, MaxBatchTable) {
   EXPECT_EQ(uint64_t(none_rows.at(0)["max_batch"]), without);
 }
 
+TEST_F(PolicyCli, SimulatesTheFittedWorkloadAtABatch) {
+  // What plan --max-batch found, one batch at a time: the fitted workload's
+  // peak grows with the batch, and a percentage budget is of that peak.
+  const std::string dir = std::string(CUSWAP_TEST_DATA) + "/tf1/";
+  const std::string b2 = dir + "lstm-l4-t32-b2.step_stats.pb.gz";
+  const std::string b4 = dir + "lstm-l4-t32-b4.step_stats.pb.gz";
+  uint64_t peaks[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    const Result r = cuswap({"simulate", b2, b4, "--batch", i == 0 ? "4" : "64", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(r.out).get(doc), simdjson::SUCCESS) << r.out;
+    peaks[i] = uint64_t(doc["peak_bytes"]);
+  }
+  EXPECT_GT(peaks[1], 4 * peaks[0]);
+  const Result half = cuswap({"simulate", b2, b4, "--batch", "64", "--budget", "50%", "--json"});
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(half.out).get(doc), simdjson::SUCCESS) << half.out;
+  EXPECT_LE(uint64_t(doc["peak_bytes"]), peaks[1] / 2 + 1);
+  EXPECT_TRUE(bool(doc["fits"]));
+  const Result alone = cuswap({"simulate", b4, "--batch", "64"});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_TRUE(contains(alone.err, "--batch: needs traces of one model")) << alone.err;
+}
+
 TEST_F(PolicyCli, MaxBatchOverheadLimitStatesTheBound) {
   // On pcie3 with op times at 1%, the 4-layer LM's largest batch is set by
   // the overhead, and the row says how much of it any plan must pay.
