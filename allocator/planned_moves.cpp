@@ -39,6 +39,7 @@ CUresult Allocator::start_eviction(uintptr_t base) noexcept {
       (block.residency != Residency::resident && block.residency != Residency::prefetching))
     return CUDA_ERROR_NOT_READY;
   Device& dev = *devices_[static_cast<size_t>(block.device)];
+  dev.planned = true;  // the plan's moves, not Note [Prefetching ahead]
   if (block.escaped && !dev.host_vmm) return CUDA_ERROR_NOT_READY;
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
@@ -188,6 +189,7 @@ CUresult Allocator::start_prefetch(uintptr_t base, CUstream trigger, CUevent don
   if (!found) return CUDA_ERROR_INVALID_VALUE;
   Block& block = *found;
   Device& dev = *devices_[static_cast<size_t>(block.device)];
+  dev.planned = true;
   ScopedContext scope(driver_, dev.context);
   if (scope.status() != CUDA_SUCCESS) return scope.status();
   if (block.residency == Residency::evicting && block.evict_copy) {

@@ -302,6 +302,7 @@ struct Allocator::Device {
   // The watch of Note [Prefetching ahead]: live bytes rising to a peak, or
   // falling from it to a low.
   bool used_falling = false;
+  bool planned = false;  // a plan moves buffers here: it fetches them back, not the watch
   uint64_t used_peak = 0, used_low = 0;
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device

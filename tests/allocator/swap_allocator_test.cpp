@@ -324,8 +324,8 @@ TEST_F(SwapTest, EvictingForRoomLeavesTheHostFree) {
 }
 
 // Note [Prefetching ahead]: once live bytes fall from their peak, each free
-// brings back the buffers last evicted for room, last first, while an
-// eighth of the budget stays free, and their uses find them there.
+// brings back the buffers last evicted for room, last first, while a
+// quarter of the budget stays free, and their uses find them there.
 TEST_F(SwapTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
   start_swap("memory:96MiB", budget(64 * kMiB));
   constexpr uint64_t k8MiB = 8 * kMiB;
@@ -343,15 +343,16 @@ TEST_F(SwapTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
   ASSERT_CU(cuCtxSynchronize());
   EXPECT_EQ(allocator->stats().evictions, 4u);
   EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
-  // One free leaves 8 MiB: not the buffer and the margin.
+  // Two frees leave 16 MiB: not the buffer and a quarter of the budget.
   ASSERT_CU(swap_free(b[3], s, true));
-  EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
-  // Two leave 16 MiB: the last evicted comes back, and only it.
   ASSERT_CU(swap_free(b[2], s, true));
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
+  // Three leave 24 MiB: the last evicted comes back, and only it.
+  ASSERT_CU(swap_free(b[1], s, true));
   EXPECT_EQ(allocator->stats().prefetches_ahead, 1u);
   EXPECT_NE(allocator->residency(a[3]), Residency::evicted);
   EXPECT_EQ(allocator->residency(a[2]), Residency::evicted);
-  ASSERT_CU(swap_free(b[1], s, true));
+  ASSERT_CU(swap_free(b[0], s, true));
   EXPECT_EQ(allocator->stats().prefetches_ahead, 2u);
   EXPECT_NE(allocator->residency(a[2]), Residency::evicted);
   EXPECT_EQ(allocator->residency(a[1]), Residency::evicted);
@@ -365,6 +366,31 @@ TEST_F(SwapTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
     EXPECT_EQ(mismatches(a[i], k8MiB, i + 1), 0u) << i;
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
   EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
+}
+
+// Where a plan moves buffers (start_eviction, start_prefetch), fetching
+// back is the plan's: frees bring nothing back ahead.
+TEST_F(SwapTest, UnderAPlanNothingIsFetchedAhead) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  constexpr uint64_t k8MiB = 8 * kMiB;
+  CUstream s = make_stream();
+  std::vector<CUdeviceptr> a, b;
+  for (uint32_t i = 0; i < 8; ++i) {
+    a.push_back(swap_alloc(k8MiB));
+    ASSERT_CU(fill(s, a.back(), k8MiB, i + 1));
+  }
+  ASSERT_CU(cuCtxSynchronize());
+  ASSERT_CU(allocator->start_eviction(a[7]));  // a plan's move
+  for (uint32_t i = 0; i < 4; ++i) {
+    b.push_back(swap_alloc(k8MiB));
+    ASSERT_CU(fill(s, b.back(), k8MiB, 100 + i));
+  }
+  ASSERT_CU(cuCtxSynchronize());
+  for (CUdeviceptr p : b)
+    ASSERT_CU(swap_free(p, s, true));
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
+  EXPECT_GE(allocator->stats().evictions, 4u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
 // An eviction takes back the host copy of a prefetch that has landed before
