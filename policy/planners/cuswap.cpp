@@ -28,9 +28,13 @@
 //    the budget (an excess tree per op), so nothing moves that the budget
 //    does not need.
 // 4. Only when hideable candidates cannot remove the excess are copies
-//    that cannot be hidden taken (largest bytes x time away first): when
-//    the link is the bottleneck, what can be hidden moves first. Such a
-//    copy makes the next op wait for it, and comes back as late as it can.
+//    that cannot be hidden taken: when the link is the bottleneck, what can
+//    be hidden moves first. Two ways, both tried (step 7): largest bytes x
+//    time away first, each copy making the next op wait for it and coming
+//    back as late as it can; or least wait per byte of the excess removed
+//    first, each away for just the ops over the budget in its window, with
+//    or without the lanes' other copies in the way (Note [Least unhidden
+//    time] in policy/planners/cuswap_selection.cpp).
 // 5. The greedy takes the largest first, and what it takes later often
 //    covers the ops an earlier choice was taken for (a tensor away across
 //    the whole iteration, then tensors that must be away at an op it cannot
@@ -48,7 +52,8 @@
 //    copy for nothing.
 // 7. The choice is made on the infinite-memory timeline, while copies and
 //    stalls shift the real one; so steps 3-6 run again for budgets a few
-//    percent below the real one, and the best simulated plan is kept.
+//    percent below the real one, each with step 4's three ways, and the
+//    best simulated plan is kept.
 // 8. When that plan still stalls, the selections of the seed, Capuchin and
 //    vDNN planners, put through step 6 and with only their copies for
 //    nothing dropped, are simulated too and the fastest plan kept: on
@@ -62,7 +67,10 @@
 //    together). Every prefetch started before it for a later op takes
 //    link time and memory from it, so the kept plan's prefetches that
 //    cross such an op start right after it instead, op by op, longest
-//    wait first, while that simulates faster.
+//    wait first, while that simulates faster. It runs from the best plan
+//    whose step 4 went by bytes x time away too, where that is another
+//    plan, and the faster result is kept: a plan that starts faster can end
+//    slower here (the 1-layer LM at 50% on pcie3).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -80,7 +88,10 @@ namespace {
 // (one op: only what leaves after the same op).
 constexpr uint32_t kGroupSpans[] = {8, 0};
 constexpr int kFeedbackRounds = 4;
-constexpr int kDeferTries = 24;                           // step 9's simulations
+constexpr int kDeferTries = 24;  // step 9's simulations
+// Step 4's ways (Note [Least unhidden time] in policy/planners/cuswap_selection.cpp).
+enum class Unhidden : uint8_t { bytes_x_time, least_wait_on_lanes, least_wait };
+
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
 
 // Step 6's reading of one simulation, per group: its largest wait, the
@@ -145,6 +156,28 @@ Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const 
   return next;
 }
 
+bool faster(const SimResult& a, const SimResult& b) {
+  if (a.fits != b.fits) return a.fits;
+  return a.iteration_ns < b.iteration_ns;
+}
+
+// The fastest plan offered so far.
+struct Fastest {
+  Plan plan;
+  SimResult result;
+  bool empty = true;
+  void offer(Plan p, const SimResult& r) {
+    if (!empty && !faster(r, result)) return;
+    plan = std::move(p);
+    result = r;
+    empty = false;
+  }
+  // Nothing waits: no plan can be faster.
+  bool done() const {
+    return !empty && result.fits && result.iteration_ns == result.infinite_memory_ns;
+  }
+};
+
 class CuswapPlanner final : public Planner {
  public:
   std::string_view name() const override { return "cuswap"; }
@@ -162,27 +195,25 @@ class CuswapPlanner final : public Planner {
     // Step 7: the schedule is planned on the infinite-memory timeline, the
     // simulation runs on the real one; planning for a slightly smaller
     // budget leaves room for the difference. The best margin wins, over
-    // wide and narrow groups of small tensors.
-    Plan best;
-    SimResult best_result;
-    bool first = true;
-    const auto done = [&] {
-      return best_result.fits && best_result.iteration_ns == best_result.infinite_memory_ns;
-    };
+    // wide and narrow groups of small tensors and step 4's ways. `by_bytes`
+    // is the best without Note [Least unhidden time]: step 9 starts from
+    // it too, so that no plan is slower than one made without it.
+    Fastest best, by_bytes;
+    const auto done = [&] { return best.done(); };
     for (uint32_t span : kGroupSpans) {
-      if (!first && done()) break;
+      if (done()) break;
       const std::vector<Candidate> all = candidates(workload, request, starts, span);
-      for (size_t i = 0; i < std::size(kMargins); ++i) {
+      for (size_t i = 0; i < std::size(kMargins) && !done(); ++i) {
         const auto target =
             static_cast<uint64_t>(static_cast<double>(request.budget_bytes) * (1.0 - kMargins[i]));
-        SimResult result;
-        Plan plan = plan_for(workload, request, starts, live, all, target, result);
-        if (first || better(result, best_result)) {
-          best = std::move(plan);
-          best_result = result;
-          first = false;
+        for (const Unhidden way :
+             {Unhidden::bytes_x_time, Unhidden::least_wait_on_lanes, Unhidden::least_wait}) {
+          SimResult result;
+          Plan plan = plan_for(workload, request, starts, live, all, target, way, result);
+          if (way == Unhidden::bytes_x_time) by_bytes.offer(plan, result);
+          best.offer(std::move(plan), result);
+          if (done()) break;
         }
-        if (done()) break;
       }
     }
     // Step 8: the peers' selections as more starting points.
@@ -196,34 +227,42 @@ class CuswapPlanner final : public Planner {
       Plan plan = refine_entries(workload, request, starts, raw, result);
       Plan kept = refine_entries(workload, request, starts, std::move(raw), kept_result,
                                  /*move_triggers=*/false);
-      if (better(kept_result, result)) {
+      if (faster(kept_result, result)) {
         plan = std::move(kept);
         result = kept_result;
       }
-      if (better(result, best_result)) {
-        plan.planner = name();
-        best = std::move(plan);
-        best_result = result;
-      }
+      plan.planner = name();
+      by_bytes.offer(plan, result);
+      best.offer(std::move(plan), result);
     }
-    if (done()) return best;
-    return defer_crossings(workload, request, starts, std::move(best), best_result);
+    if (done()) return std::move(best.plan);
+    const bool apart = by_bytes.result.iteration_ns != best.result.iteration_ns;
+    Fastest deferred;
+    SimResult result = best.result;
+    Plan plan = defer_crossings(workload, request, starts, std::move(best.plan), result);
+    deferred.offer(std::move(plan), result);
+    if (apart) {
+      result = by_bytes.result;
+      plan = defer_crossings(workload, request, starts, std::move(by_bytes.plan), result);
+      deferred.offer(std::move(plan), result);
+    }
+    return std::move(deferred.plan);
   }
 
  private:
-  static bool better(const SimResult& a, const SimResult& b) {
-    if (a.fits != b.fits) return a.fits;
-    return a.iteration_ns < b.iteration_ns;
-  }
-
   // Steps 3-5 for one target budget, then step 6; `result` is the chosen
   // plan's simulation.
   Plan plan_for(const Workload& workload, const PlanRequest& request,
                 const std::vector<int64_t>& starts, const std::vector<uint64_t>& live,
-                const std::vector<Candidate>& all, uint64_t target, SimResult& result) const {
+                const std::vector<Candidate>& all, uint64_t target, Unhidden way,
+                SimResult& result) const {
     Selection selection(request, starts, live, all, target);
     selection.place_hideable();
-    selection.place_unhidden();
+    if (way == Unhidden::bytes_x_time) {
+      selection.place_unhidden();
+    } else {
+      selection.place_least_unhidden(way == Unhidden::least_wait_on_lanes);
+    }
     selection.drop_unneeded();
     return refine_entries(workload, request, starts,
                           build(workload, request, all, selection.chosen()), result);
@@ -298,7 +337,7 @@ class CuswapPlanner final : public Planner {
         if (!moved) continue;
         ++tries;
         SimResult r = simulate_plan(workload, next, request);
-        if (r.wasted_evictions == 0 && better(r, result)) {
+        if (r.wasted_evictions == 0 && faster(r, result)) {
           plan = std::move(next);
           result = std::move(r);
           kept = true;
@@ -334,7 +373,7 @@ class CuswapPlanner final : public Planner {
         Plan later = revise(workload, starts, plan, result, f, may_move, /*delay=*/true, delayed);
         if (delayed) {
           const SimResult rl = simulate_plan(workload, later, request);
-          if (!dropped || better(rl, r)) {
+          if (!dropped || faster(rl, r)) {
             next = std::move(later);
             r = rl;
             dropped = true;  // a change the round must keep
@@ -344,13 +383,13 @@ class CuswapPlanner final : public Planner {
       if (!dropped) break;
       plan = std::move(next);
       result = std::move(r);
-      if (result.wasted_evictions == 0 && (!best || better(result, best_result))) {
+      if (result.wasted_evictions == 0 && (!best || faster(result, best_result))) {
         best = plan;
         best_result = result;
       }
     }
     // The fastest round without a copy for nothing (the last one has none).
-    if (best && !better(result, best_result)) {
+    if (best && !faster(result, best_result)) {
       result = best_result;
       return *std::move(best);
     }
