@@ -166,11 +166,13 @@ struct Fastest {
   Plan plan;
   SimResult result;
   bool empty = true;
-  void offer(Plan p, const SimResult& r) {
+  uint32_t offer_id = 0;  // which offer it kept: the same id, the same plan
+  void offer(Plan p, const SimResult& r, uint32_t id) {
     if (!empty && !faster(r, result)) return;
     plan = std::move(p);
     result = r;
     empty = false;
+    offer_id = id;
   }
   // Nothing waits: no plan can be faster.
   bool done() const {
@@ -199,6 +201,7 @@ class CuswapPlanner final : public Planner {
     // is the best without Note [Least unhidden time]: step 9 starts from
     // it too, so that no plan is slower than one made without it.
     Fastest best, by_bytes;
+    uint32_t offers = 0;
     const auto done = [&] { return best.done(); };
     for (uint32_t span : kGroupSpans) {
       if (done()) break;
@@ -210,8 +213,9 @@ class CuswapPlanner final : public Planner {
              {Unhidden::bytes_x_time, Unhidden::least_wait_on_lanes, Unhidden::least_wait}) {
           SimResult result;
           Plan plan = plan_for(workload, request, starts, live, all, target, way, result);
-          if (way == Unhidden::bytes_x_time) by_bytes.offer(plan, result);
-          best.offer(std::move(plan), result);
+          ++offers;
+          if (way == Unhidden::bytes_x_time) by_bytes.offer(plan, result, offers);
+          best.offer(std::move(plan), result, offers);
           if (done()) break;
         }
       }
@@ -232,19 +236,20 @@ class CuswapPlanner final : public Planner {
         result = kept_result;
       }
       plan.planner = name();
-      by_bytes.offer(plan, result);
-      best.offer(std::move(plan), result);
+      ++offers;
+      by_bytes.offer(plan, result, offers);
+      best.offer(std::move(plan), result, offers);
     }
     if (done()) return std::move(best.plan);
-    const bool apart = by_bytes.result.iteration_ns != best.result.iteration_ns;
+    const bool apart = by_bytes.offer_id != best.offer_id;
     Fastest deferred;
     SimResult result = best.result;
     Plan plan = defer_crossings(workload, request, starts, std::move(best.plan), result);
-    deferred.offer(std::move(plan), result);
+    deferred.offer(std::move(plan), result, 0);
     if (apart) {
       result = by_bytes.result;
       plan = defer_crossings(workload, request, starts, std::move(by_bytes.plan), result);
-      deferred.offer(std::move(plan), result);
+      deferred.offer(std::move(plan), result, 0);
     }
     return std::move(deferred.plan);
   }
