@@ -19,7 +19,8 @@
 // 2. The benefit of a candidate is bytes x the time it can stay away once
 //    both copies are paid; it is hideable when its time away covers the
 //    copy out and the copy back.
-// 3. Hideable candidates are placed greedily, largest benefit first, on the
+// 3. Hideable candidates are placed greedily (steps 3-5 are in
+//    policy/planners/cuswap_selection.h), largest benefit first, on the
 //    two copy lanes of the infinite-memory schedule (one lane when the
 //    directions contend): the copy out as early as the lane allows after
 //    the last use, the copy back as late as the lane allows before the next
@@ -27,9 +28,13 @@
 //    the budget (an excess tree per op), so nothing moves that the budget
 //    does not need.
 // 4. Only when hideable candidates cannot remove the excess are copies
-//    that cannot be hidden taken (largest bytes x time away first): when
-//    the link is the bottleneck, what can be hidden moves first. Such a
-//    copy makes the next op wait for it, and comes back as late as it can.
+//    that cannot be hidden taken: when the link is the bottleneck, what can
+//    be hidden moves first. Two ways, both tried (step 7): largest bytes x
+//    time away first, each copy making the next op wait for it and coming
+//    back as late as it can; or least wait per byte of the excess removed
+//    first, each away for just the ops over the budget in its window, with
+//    or without the lanes' other copies in the way (Note [Least unhidden
+//    time] in policy/planners/cuswap_selection.cpp).
 // 5. The greedy takes the largest first, and what it takes later often
 //    covers the ops an earlier choice was taken for (a tensor away across
 //    the whole iteration, then tensors that must be away at an op it cannot
@@ -47,7 +52,8 @@
 //    copy for nothing.
 // 7. The choice is made on the infinite-memory timeline, while copies and
 //    stalls shift the real one; so steps 3-6 run again for budgets a few
-//    percent below the real one, and the best simulated plan is kept.
+//    percent below the real one, each with step 4's three ways, and the
+//    best simulated plan is kept.
 // 8. When that plan still stalls, the selections of the seed, Capuchin and
 //    vDNN planners, put through step 6 and with only their copies for
 //    nothing dropped, are simulated too and the fastest plan kept: on
@@ -61,15 +67,18 @@
 //    together). Every prefetch started before it for a later op takes
 //    link time and memory from it, so the kept plan's prefetches that
 //    cross such an op start right after it instead, op by op, longest
-//    wait first, while that simulates faster.
+//    wait first, while that simulates faster. It runs from the best plan
+//    whose step 4 went by bytes x time away too, where that is another
+//    plan, and the faster result is kept: a plan that starts faster can end
+//    slower here (the 1-layer LM at 50% on pcie3).
 #include <algorithm>
 #include <map>
 #include <optional>
 
 #include "policy/planners/common.h"
 #include "policy/planners/cuswap_candidates.h"
+#include "policy/planners/cuswap_selection.h"
 #include "policy/planners/planners.h"
-#include "policy/planners/schedule_state.h"
 
 namespace cuswap::policy::planners {
 
@@ -79,198 +88,11 @@ namespace {
 // (one op: only what leaves after the same op).
 constexpr uint32_t kGroupSpans[] = {8, 0};
 constexpr int kFeedbackRounds = 4;
-constexpr int kDeferTries = 24;                           // step 9's simulations
+constexpr int kDeferTries = 24;  // step 9's simulations
+// Step 4's ways (Note [Least unhidden time] in policy/planners/cuswap_selection.cpp).
+enum class Unhidden : uint8_t { bytes_x_time, least_wait_on_lanes, least_wait };
+
 constexpr double kMargins[] = {0, 0.02, 0.05, 0.1, 0.2};  // of the budget, tried in turn
-
-// The latest op in the candidate's window that starts by `time_ns`.
-uint32_t trigger_by(const std::vector<int64_t>& starts, uint32_t after, uint32_t next, bool wraps,
-                    int64_t time_ns) {
-  return op_starting_in(starts, wraps ? 0 : after + 1, next, time_ns);
-}
-
-// The ops a chosen candidate leaves free: [lo, hi], inclusive.
-struct Span {
-  uint32_t lo, hi;
-};
-struct Chosen {
-  uint32_t candidate;
-  uint32_t trigger;  // where its copy back starts
-  std::vector<Span> spans;
-};
-
-// Steps 3-5 for one target budget, on the infinite-memory schedule: the
-// excess of every op over the target, the copy lanes, and what is chosen.
-class Selection {
- public:
-  Selection(const PlanRequest& request, const std::vector<int64_t>& starts,
-            const std::vector<uint64_t>& live, const std::vector<Candidate>& all, uint64_t target)
-      : request_(request),
-        starts_(starts),
-        all_(all),
-        n_(static_cast<uint32_t>(live.size())),
-        tree_(excess_over(live, target)) {}
-
-  // Step 3: hideable candidates, largest benefit first, while some op is
-  // over the target; those that cannot be hidden are left for step 4.
-  void place_hideable() {
-    std::vector<uint32_t> order(all_.size());
-    for (uint32_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](uint32_t a, uint32_t b) { return benefit(all_[a]) > benefit(all_[b]); });
-    for (uint32_t i : order) {
-      if (tree_.max_all() <= 0) break;
-      if (all_[i].stays_out) {
-        place_leaving(i);
-      } else {
-        place_both_ways(i);
-      }
-    }
-  }
-
-  // Step 4: copies that cannot be hidden, only for what is left over the
-  // target, largest bytes x time away first.
-  void place_unhidden() {
-    std::stable_sort(unhidden_.begin(), unhidden_.end(), [&](uint32_t a, uint32_t b) {
-      return static_cast<double>(all_[a].bytes) * static_cast<double>(all_[a].idle_ns) >
-             static_cast<double>(all_[b].bytes) * static_cast<double>(all_[b].idle_ns);
-    });
-    for (uint32_t i : unhidden_) {
-      if (tree_.max_all() <= 0) break;
-      const Candidate& c = all_[i];
-      // The op after the last use waits for the copy out, and the copy back
-      // starts as late as it can while the tensor is still away for that op.
-      const uint32_t trigger = std::max(latest_trigger(starts_, c.after, c.next, copy_ns(c)),
-                                        std::min(c.next, c.after + 2));
-      const std::vector<Span> s = spans(c, c.after + 1, trigger);
-      if (!needed(s)) continue;
-      take(i, s, trigger);
-    }
-  }
-
-  // Step 5: what later choices made unneeded goes, least benefit first.
-  void drop_unneeded() {
-    std::vector<uint32_t> by_benefit(chosen_.size());
-    for (uint32_t k = 0; k < by_benefit.size(); ++k)
-      by_benefit[k] = k;
-    std::stable_sort(by_benefit.begin(), by_benefit.end(), [&](uint32_t a, uint32_t b) {
-      return benefit(all_[chosen_[a].candidate]) < benefit(all_[chosen_[b].candidate]);
-    });
-    std::vector<uint8_t> unneeded(chosen_.size());
-    for (uint32_t k : by_benefit) {
-      const auto bytes = static_cast<int64_t>(all_[chosen_[k].candidate].bytes);
-      const std::vector<Span>& s = chosen_[k].spans;
-      if (std::any_of(s.begin(), s.end(),
-                      [&](const Span& span) { return tree_.max(span.lo, span.hi) + bytes > 0; }))
-        continue;
-      for (const Span& span : s)
-        tree_.add(span.lo, span.hi, bytes);
-      unneeded[k] = 1;
-    }
-    std::vector<Chosen> kept;
-    for (uint32_t k = 0; k < chosen_.size(); ++k)
-      if (!unneeded[k]) kept.push_back(std::move(chosen_[k]));
-    chosen_ = std::move(kept);
-  }
-
-  const std::vector<Chosen>& chosen() const { return chosen_; }
-
- private:
-  static std::vector<int64_t> excess_over(const std::vector<uint64_t>& live, uint64_t target) {
-    std::vector<int64_t> excess(live.size());
-    for (size_t k = 0; k < live.size(); ++k)
-      excess[k] = static_cast<int64_t>(live[k]) - static_cast<int64_t>(target);
-    return excess;
-  }
-
-  int64_t copy_ns(const Candidate& c) const { return request_.link.copy_ns(c.bytes); }
-  double benefit(const Candidate& c) const {
-    const int64_t copies = (c.stays_out ? 1 : 2) * copy_ns(c);
-    return static_cast<double>(c.bytes) * static_cast<double>(c.idle_ns - copies);
-  }
-  // Copies back share the lane of copies out when the directions contend.
-  Lane& in_lane() { return request_.link.duplex_contention ? out_lane_ : in_lane_own_; }
-
-  // Ops wholly after from_ns: the first op starting at or after it.
-  uint32_t first_op_from(int64_t from_ns) const {
-    return static_cast<uint32_t>(std::lower_bound(starts_.begin(), starts_.end() - 1, from_ns) -
-                                 starts_.begin());
-  }
-  // The ops a candidate leaves free: out of [lo1, hi1] and [lo2, hi2].
-  std::vector<Span> spans(const Candidate& c, uint32_t first, uint32_t trigger) const {
-    std::vector<Span> out;
-    if (c.wraps) {
-      if (first < n_) out.push_back({first, n_ - 1});
-      if (trigger > 0) out.push_back({0, trigger - 1});
-    } else if (first < trigger) {
-      out.push_back({first, trigger - 1});
-    }
-    return out;
-  }
-  bool needed(const std::vector<Span>& s) const {
-    return std::any_of(s.begin(), s.end(),
-                       [&](const Span& span) { return tree_.max(span.lo, span.hi) > 0; });
-  }
-  void take(uint32_t i, const std::vector<Span>& s, uint32_t trigger) {
-    for (const Span& span : s)
-      tree_.add(span.lo, span.hi, -static_cast<int64_t>(all_[i].bytes));
-    chosen_.push_back({i, trigger, s});
-  }
-
-  // One copy, out, done before the iteration ends.
-  void place_leaving(uint32_t i) {
-    const Candidate& c = all_[i];
-    const int64_t copy = copy_ns(c);
-    if (c.idle_ns < copy) return;
-    const std::optional<int64_t> out_start = out_lane_.earliest(starts_[c.after + 1], copy);
-    if (!out_start || *out_start + copy > starts_.back()) return;
-    const uint32_t first = first_op_from(*out_start + copy);
-    if (first >= n_ || tree_.max(first, n_ - 1) <= 0) return;
-    out_lane_.reserve(*out_start, *out_start + copy);
-    take(i, {Span{first, n_ - 1}}, 0);
-  }
-
-  // The copy out as early as its lane allows after the last use, the copy
-  // back as late as its lane allows before the next use.
-  void place_both_ways(uint32_t i) {
-    const Candidate& c = all_[i];
-    const int64_t copy = copy_ns(c);
-    if (c.idle_ns < 2 * copy) {
-      if (!c.wraps) unhidden_.push_back(i);
-      return;
-    }
-    const std::optional<int64_t> out_start = out_lane_.earliest(starts_[c.after + 1], copy);
-    if (!out_start) return;
-    const int64_t out_end = *out_start + copy;
-    if (c.wraps && out_end > starts_.back()) return;  // would lengthen the iteration
-    const std::optional<int64_t> in_start =
-        in_lane().latest(starts_[c.next], copy, c.wraps ? 0 : out_end);
-    if (!in_start) {
-      if (!c.wraps) unhidden_.push_back(i);
-      return;
-    }
-    const uint32_t trigger = trigger_by(starts_, c.after, c.next, c.wraps, *in_start);
-    const std::vector<Span> s = spans(c, first_op_from(out_end), trigger);
-    if (!needed(s)) {
-      // Hidden, it frees no op over the budget; the op right after its
-      // last use may still need it gone, at the price of a wait.
-      if (!c.wraps) unhidden_.push_back(i);
-      return;
-    }
-    out_lane_.reserve(*out_start, out_end);
-    in_lane().reserve(*in_start, *in_start + copy);
-    take(i, s, trigger);
-  }
-
-  const PlanRequest& request_;
-  const std::vector<int64_t>& starts_;
-  const std::vector<Candidate>& all_;
-  uint32_t n_;  // ops
-  ExcessTree tree_;
-  Lane out_lane_, in_lane_own_;
-  std::vector<Chosen> chosen_;
-  std::vector<uint32_t> unhidden_;  // for step 4, in step 3's order
-};
 
 // Step 6's reading of one simulation, per group: its largest wait, the
 // earliest next use of its entries, and how much too early it was wanted
@@ -334,6 +156,30 @@ Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const 
   return next;
 }
 
+bool faster(const SimResult& a, const SimResult& b) {
+  if (a.fits != b.fits) return a.fits;
+  return a.iteration_ns < b.iteration_ns;
+}
+
+// The fastest plan offered so far.
+struct Fastest {
+  Plan plan;
+  SimResult result;
+  bool empty = true;
+  uint32_t offer_id = 0;  // which offer it kept: the same id, the same plan
+  void offer(Plan p, const SimResult& r, uint32_t id) {
+    if (!empty && !faster(r, result)) return;
+    plan = std::move(p);
+    result = r;
+    empty = false;
+    offer_id = id;
+  }
+  // Nothing waits: no plan can be faster.
+  bool done() const {
+    return !empty && result.fits && result.iteration_ns == result.infinite_memory_ns;
+  }
+};
+
 class CuswapPlanner final : public Planner {
  public:
   std::string_view name() const override { return "cuswap"; }
@@ -351,27 +197,27 @@ class CuswapPlanner final : public Planner {
     // Step 7: the schedule is planned on the infinite-memory timeline, the
     // simulation runs on the real one; planning for a slightly smaller
     // budget leaves room for the difference. The best margin wins, over
-    // wide and narrow groups of small tensors.
-    Plan best;
-    SimResult best_result;
-    bool first = true;
-    const auto done = [&] {
-      return best_result.fits && best_result.iteration_ns == best_result.infinite_memory_ns;
-    };
+    // wide and narrow groups of small tensors and step 4's ways. `by_bytes`
+    // is the best without Note [Least unhidden time]: step 9 starts from
+    // it too, so that no plan is slower than one made without it.
+    Fastest best, by_bytes;
+    uint32_t offers = 0;
+    const auto done = [&] { return best.done(); };
     for (uint32_t span : kGroupSpans) {
-      if (!first && done()) break;
+      if (done()) break;
       const std::vector<Candidate> all = candidates(workload, request, starts, span);
-      for (size_t i = 0; i < std::size(kMargins); ++i) {
+      for (size_t i = 0; i < std::size(kMargins) && !done(); ++i) {
         const auto target =
             static_cast<uint64_t>(static_cast<double>(request.budget_bytes) * (1.0 - kMargins[i]));
-        SimResult result;
-        Plan plan = plan_for(workload, request, starts, live, all, target, result);
-        if (first || better(result, best_result)) {
-          best = std::move(plan);
-          best_result = result;
-          first = false;
+        for (const Unhidden way :
+             {Unhidden::bytes_x_time, Unhidden::least_wait_on_lanes, Unhidden::least_wait}) {
+          SimResult result;
+          Plan plan = plan_for(workload, request, starts, live, all, target, way, result);
+          ++offers;
+          if (way == Unhidden::bytes_x_time) by_bytes.offer(plan, result, offers);
+          best.offer(std::move(plan), result, offers);
+          if (done()) break;
         }
-        if (done()) break;
       }
     }
     // Step 8: the peers' selections as more starting points.
@@ -385,34 +231,43 @@ class CuswapPlanner final : public Planner {
       Plan plan = refine_entries(workload, request, starts, raw, result);
       Plan kept = refine_entries(workload, request, starts, std::move(raw), kept_result,
                                  /*move_triggers=*/false);
-      if (better(kept_result, result)) {
+      if (faster(kept_result, result)) {
         plan = std::move(kept);
         result = kept_result;
       }
-      if (better(result, best_result)) {
-        plan.planner = name();
-        best = std::move(plan);
-        best_result = result;
-      }
+      plan.planner = name();
+      ++offers;
+      by_bytes.offer(plan, result, offers);
+      best.offer(std::move(plan), result, offers);
     }
-    if (done()) return best;
-    return defer_crossings(workload, request, starts, std::move(best), best_result);
+    if (done()) return std::move(best.plan);
+    const bool apart = by_bytes.offer_id != best.offer_id;
+    Fastest deferred;
+    SimResult result = best.result;
+    Plan plan = defer_crossings(workload, request, starts, std::move(best.plan), result);
+    deferred.offer(std::move(plan), result, 0);
+    if (apart) {
+      result = by_bytes.result;
+      plan = defer_crossings(workload, request, starts, std::move(by_bytes.plan), result);
+      deferred.offer(std::move(plan), result, 0);
+    }
+    return std::move(deferred.plan);
   }
 
  private:
-  static bool better(const SimResult& a, const SimResult& b) {
-    if (a.fits != b.fits) return a.fits;
-    return a.iteration_ns < b.iteration_ns;
-  }
-
   // Steps 3-5 for one target budget, then step 6; `result` is the chosen
   // plan's simulation.
   Plan plan_for(const Workload& workload, const PlanRequest& request,
                 const std::vector<int64_t>& starts, const std::vector<uint64_t>& live,
-                const std::vector<Candidate>& all, uint64_t target, SimResult& result) const {
+                const std::vector<Candidate>& all, uint64_t target, Unhidden way,
+                SimResult& result) const {
     Selection selection(request, starts, live, all, target);
     selection.place_hideable();
-    selection.place_unhidden();
+    if (way == Unhidden::bytes_x_time) {
+      selection.place_unhidden();
+    } else {
+      selection.place_least_unhidden(way == Unhidden::least_wait_on_lanes);
+    }
     selection.drop_unneeded();
     return refine_entries(workload, request, starts,
                           build(workload, request, all, selection.chosen()), result);
@@ -487,7 +342,7 @@ class CuswapPlanner final : public Planner {
         if (!moved) continue;
         ++tries;
         SimResult r = simulate_plan(workload, next, request);
-        if (r.wasted_evictions == 0 && better(r, result)) {
+        if (r.wasted_evictions == 0 && faster(r, result)) {
           plan = std::move(next);
           result = std::move(r);
           kept = true;
@@ -523,7 +378,7 @@ class CuswapPlanner final : public Planner {
         Plan later = revise(workload, starts, plan, result, f, may_move, /*delay=*/true, delayed);
         if (delayed) {
           const SimResult rl = simulate_plan(workload, later, request);
-          if (!dropped || better(rl, r)) {
+          if (!dropped || faster(rl, r)) {
             next = std::move(later);
             r = rl;
             dropped = true;  // a change the round must keep
@@ -533,13 +388,13 @@ class CuswapPlanner final : public Planner {
       if (!dropped) break;
       plan = std::move(next);
       result = std::move(r);
-      if (result.wasted_evictions == 0 && (!best || better(result, best_result))) {
+      if (result.wasted_evictions == 0 && (!best || faster(result, best_result))) {
         best = plan;
         best_result = result;
       }
     }
     // The fastest round without a copy for nothing (the last one has none).
-    if (best && !better(result, best_result)) {
+    if (best && !faster(result, best_result)) {
       result = best_result;
       return *std::move(best);
     }

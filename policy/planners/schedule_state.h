@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -30,8 +31,30 @@ class ExcessTree {
   int64_t max(size_t lo, size_t hi) const { return query(1, 0, size_ - 1, lo, hi); }
   int64_t max_all() const { return n_ == 0 ? 0 : max_[1]; }
   void add(size_t lo, size_t hi, int64_t delta) { update(1, 0, size_ - 1, lo, hi, delta); }
+  // The first (last) op in [lo, hi] still over, or kNotFound.
+  static constexpr size_t kNotFound = SIZE_MAX;
+  size_t first_above_zero(size_t lo, size_t hi) const {
+    return find(1, 0, size_ - 1, lo, hi, 0, false);
+  }
+  size_t last_above_zero(size_t lo, size_t hi) const {
+    return find(1, 0, size_ - 1, lo, hi, 0, true);
+  }
 
  private:
+  // `above`: what the node's ancestors add to it. A subtree whose maximum
+  // is not above zero is never entered, so a search visits O(log^2 n) nodes.
+  size_t find(size_t node, size_t l, size_t r, size_t lo, size_t hi, int64_t above,
+              bool last) const {
+    if (hi < l || r < lo || above + max_[node] <= 0) return kNotFound;
+    if (l == r) return l;
+    const size_t mid = (l + r) / 2;
+    const int64_t below = above + add_[node];
+    const size_t found = last ? find(2 * node + 1, mid + 1, r, lo, hi, below, last)
+                              : find(2 * node, l, mid, lo, hi, below, last);
+    if (found != kNotFound) return found;
+    return last ? find(2 * node, l, mid, lo, hi, below, last)
+                : find(2 * node + 1, mid + 1, r, lo, hi, below, last);
+  }
   int64_t query(size_t node, size_t l, size_t r, size_t lo, size_t hi) const {
     if (hi < l || r < lo) return INT64_MIN / 4;
     if (lo <= l && r <= hi) return max_[node];

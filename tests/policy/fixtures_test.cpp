@@ -10,6 +10,7 @@
 
 #include "policy/bounds.h"
 #include "policy/planner.h"
+#include "policy/planners/cuswap_candidates.h"
 #include "policy/simulator.h"
 #include "policy/step_finder.h"
 #include "tests/policy/plan_checks.h"
@@ -220,18 +221,29 @@ bool is_cnn(const std::string& file) {
          file.find("inception") != std::string::npos || file.find("vgg16") != std::string::npos;
 }
 
-// Small tensors that leave together move as one copy: most entries under
-// 64 KiB share a group, and a group's entries share their triggers.
-void check_groups(const Plan& plan, const std::string& name) {
-  std::map<uint32_t, std::vector<const PlanEntry*>> groups;
-  size_t small = 0;
-  std::set<uint32_t> small_groups;
-  for (const PlanEntry& e : plan.entries) {
-    groups[e.group].push_back(&e);
-    if (e.tensor.size_bytes < 65536) ++small, small_groups.insert(e.group);
+// Small tensors that leave together move as one copy: most candidates
+// under 64 KiB are groups, and a plan's group's entries share their
+// triggers. The candidates are checked, not the plan: the fastest plan
+// may move no small tensor at all (ResNet-50 at 30% on pcie5 moves 37
+// tensors, none small, since Note [Least unhidden time]).
+void check_groups(const Workload& workload, const PlanRequest& request, const Plan& plan,
+                  const std::string& name) {
+  const std::vector<int64_t> starts = infinite_memory_starts(workload, request.time_scale);
+  size_t small = 0, small_candidates = 0;
+  for (const planners::Candidate& c : planners::candidates(workload, request, starts, 8)) {
+    const auto members =
+        static_cast<size_t>(std::count_if(c.tensors.begin(), c.tensors.end(), [&](uint32_t t) {
+          return workload.tensors[t].size_bytes < 65536;
+        }));
+    if (members == 0) continue;
+    small += members;
+    ++small_candidates;
   }
   EXPECT_GT(small, 20u) << name;
-  EXPECT_LE(small_groups.size() * 2, small) << name;
+  EXPECT_LE(small_candidates * 2, small) << name;
+  std::map<uint32_t, std::vector<const PlanEntry*>> groups;
+  for (const PlanEntry& e : plan.entries)
+    groups[e.group].push_back(&e);
   for (const auto& [group, entries] : groups)
     for (const PlanEntry* e : entries) {
       EXPECT_EQ(e->evict_after.index, entries.front()->evict_after.index) << name << " " << group;
@@ -298,7 +310,7 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
         if (f.file.ends_with("gpu/torch-resnet50-v100.trace.json.gz") && percent == 30 &&
             request.link.name == "pcie5") {
           ++grouped;
-          check_groups(outcomes[0].plan, name);
+          check_groups(f.workload, request, outcomes[0].plan, name);
         }
         // vDNN finds convolution inputs on captures that record no reads
         // (TF2, PyTorch) too.
