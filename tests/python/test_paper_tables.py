@@ -45,7 +45,7 @@ class Quick(unittest.TestCase):
                                    places=3)
             self.assertAlmostEqual(r["cuswap_ratio"], r["cuswap_batch"] / r["stock_batch"],
                                    places=3)
-        self.assertEqual(self.rows[2]["model"], "NMT T=400")
+        self.assertEqual(self.rows[2]["model"], "NMT T=100")
 
     def test_memory_is_the_least_that_holds_the_stock_batch(self):
         for r in self.rows:
@@ -63,7 +63,7 @@ class Quick(unittest.TestCase):
             self.assertLessEqual(r["time_ratio"], 1.10, r["model"])
             self.assertGreater(r["iteration_ns"], 0, r["model"])
         # The memory-efficient attention alone holds many times the standard
-        # attention's batch at T = 400.
+        # attention's batch at T = 100.
         self.assertGreater(self.rows[2]["no_swap_batch"], 4 * self.rows[2]["stock_batch"])
 
 
