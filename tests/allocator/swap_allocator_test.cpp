@@ -323,24 +323,38 @@ TEST_F(SwapTest, EvictingForRoomLeavesTheHostFree) {
   EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
 }
 
+// Eight 8 MiB buffers fill a 64 MiB budget; four more evict the first four
+// for room, least recently used first (with `plan_first`, after a plan's
+// eviction of the last). The stage of Note [Prefetching ahead]'s tests.
+class FetchAheadTest : public SwapTest {
+ protected:
+  static constexpr uint64_t k8MiB = 8 * kMiB;
+  void overflow(bool plan_first) {
+    start_swap("memory:96MiB", budget(64 * kMiB));
+    s = make_stream();
+    for (uint32_t i = 0; i < 8; ++i) {
+      a.push_back(swap_alloc(k8MiB));
+      ASSERT_CU(fill(s, a.back(), k8MiB, i + 1));
+    }
+    ASSERT_CU(cuCtxSynchronize());
+    if (plan_first) {
+      ASSERT_CU(allocator->start_eviction(a[7]));
+    }
+    for (uint32_t i = 0; i < 4; ++i) {
+      b.push_back(swap_alloc(k8MiB));
+      ASSERT_CU(fill(s, b.back(), k8MiB, 100 + i));
+    }
+    ASSERT_CU(cuCtxSynchronize());
+  }
+  CUstream s = nullptr;
+  std::vector<CUdeviceptr> a, b;
+};
+
 // Note [Prefetching ahead]: once live bytes fall from their peak, each free
 // brings back the buffers last evicted for room, last first, while a
 // quarter of the budget stays free, and their uses find them there.
-TEST_F(SwapTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
-  start_swap("memory:96MiB", budget(64 * kMiB));
-  constexpr uint64_t k8MiB = 8 * kMiB;
-  CUstream s = make_stream();
-  std::vector<CUdeviceptr> a, b;
-  for (uint32_t i = 0; i < 8; ++i) {
-    a.push_back(swap_alloc(k8MiB));
-    ASSERT_CU(fill(s, a.back(), k8MiB, i + 1));
-  }
-  ASSERT_CU(cuCtxSynchronize());
-  for (uint32_t i = 0; i < 4; ++i) {  // evicts a[0..3], least recently used first
-    b.push_back(swap_alloc(k8MiB));
-    ASSERT_CU(fill(s, b.back(), k8MiB, 100 + i));
-  }
-  ASSERT_CU(cuCtxSynchronize());
+TEST_F(FetchAheadTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
+  ASSERT_NO_FATAL_FAILURE(overflow(/*plan_first=*/false));
   EXPECT_EQ(allocator->stats().evictions, 4u);
   EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
   // Two frees leave 16 MiB: not the buffer and a quarter of the budget.
@@ -370,22 +384,8 @@ TEST_F(SwapTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
 
 // Where a plan moves buffers (start_eviction, start_prefetch), fetching
 // back is the plan's: frees bring nothing back ahead.
-TEST_F(SwapTest, UnderAPlanNothingIsFetchedAhead) {
-  start_swap("memory:96MiB", budget(64 * kMiB));
-  constexpr uint64_t k8MiB = 8 * kMiB;
-  CUstream s = make_stream();
-  std::vector<CUdeviceptr> a, b;
-  for (uint32_t i = 0; i < 8; ++i) {
-    a.push_back(swap_alloc(k8MiB));
-    ASSERT_CU(fill(s, a.back(), k8MiB, i + 1));
-  }
-  ASSERT_CU(cuCtxSynchronize());
-  ASSERT_CU(allocator->start_eviction(a[7]));  // a plan's move
-  for (uint32_t i = 0; i < 4; ++i) {
-    b.push_back(swap_alloc(k8MiB));
-    ASSERT_CU(fill(s, b.back(), k8MiB, 100 + i));
-  }
-  ASSERT_CU(cuCtxSynchronize());
+TEST_F(FetchAheadTest, UnderAPlanNothingIsFetchedAhead) {
+  ASSERT_NO_FATAL_FAILURE(overflow(/*plan_first=*/true));
   for (CUdeviceptr p : b)
     ASSERT_CU(swap_free(p, s, true));
   EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);

@@ -186,6 +186,18 @@ TEST_F(PolicyCli, ExportIsPerfettoJson) {
   EXPECT_TRUE(contains(text, "\"H2D copies\""));
 }
 
+// The rows of a `plan --max-batch --json` that exited 0 (empty, with a
+// failure recorded, otherwise); `parser` holds them.
+simdjson::dom::array max_batch_rows(const Result& r, simdjson::dom::parser& parser) {
+  simdjson::dom::element doc;
+  simdjson::dom::array rows;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (parser.parse(r.out).get(doc) != simdjson::SUCCESS ||
+      doc["rows"].get(rows) != simdjson::SUCCESS)
+    ADD_FAILURE() << "no rows in: " << r.out;
+  return rows;
+}
+
 TEST_F(PolicyCli, MaxBatchTable) {
   const std::string dir = std::string(CUSWAP_TEST_DATA) + "/tf1/";
   const std::vector<std::string> files = {dir + "lstm-l1-t32-b2.timeline.json.gz",
@@ -218,26 +230,19 @@ TEST_F(PolicyCli, MaxBatchTable) {
   EXPECT_TRUE(contains(t.out, "fitted from batches 2 4")) << t.out;
   // --planner asks for one planner's row, `none` for the stock row alone;
   // the rows asked for are the same as in the whole table.
-  const Result one = cuswap({"plan", "--max-batch", "--budget", "4MiB", "--planner", "cuswap",
-                             files[0], files[1], "--json"});
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  simdjson::dom::element one_doc;
-  simdjson::dom::parser one_parser;
-  ASSERT_EQ(one_parser.parse(one.out).get(one_doc), simdjson::SUCCESS) << one.out;
-  simdjson::dom::array one_rows;
-  ASSERT_EQ(one_doc["rows"].get(one_rows), simdjson::SUCCESS);
+  simdjson::dom::parser one_parser, none_parser;
+  const simdjson::dom::array one_rows =
+      max_batch_rows(cuswap({"plan", "--max-batch", "--budget", "4MiB", "--planner", "cuswap",
+                             files[0], files[1], "--json"}),
+                     one_parser);
   ASSERT_EQ(one_rows.size(), 2u);
   EXPECT_EQ(std::string_view(one_rows.at(1)["planner"]), "cuswap");
   EXPECT_EQ(uint64_t(one_rows.at(0)["max_batch"]), without);
   EXPECT_EQ(uint64_t(one_rows.at(1)["max_batch"]), uint64_t(rows.at(1)["max_batch"]));
-  const Result none = cuswap({"plan", "--max-batch", "--budget", "4MiB", "--planner", "none",
-                              files[0], files[1], "--json"});
-  ASSERT_EQ(none.exit_code, 0) << none.err;
-  simdjson::dom::element none_doc;
-  simdjson::dom::parser none_parser;
-  ASSERT_EQ(none_parser.parse(none.out).get(none_doc), simdjson::SUCCESS) << none.out;
-  simdjson::dom::array none_rows;
-  ASSERT_EQ(none_doc["rows"].get(none_rows), simdjson::SUCCESS);
+  const simdjson::dom::array none_rows =
+      max_batch_rows(cuswap({"plan", "--max-batch", "--budget", "4MiB", "--planner", "none",
+                             files[0], files[1], "--json"}),
+                     none_parser);
   ASSERT_EQ(none_rows.size(), 1u);
   EXPECT_EQ(uint64_t(none_rows.at(0)["max_batch"]), without);
 }
