@@ -33,11 +33,21 @@ bool kept(std::span<Allocator::Block* const> keep, const Allocator::Block* block
 
 }  // namespace
 
+// Note [Choosing victims]
+// Without a plan, the victims are the least recently used buffers, a use or
+// an allocation making a buffer the most recent. Putting first those whose
+// last use is known done spares nothing, for with the copies in flight
+// nothing waits for a last use: the copy follows it on the device. And it
+// is wrong for a buffer just allocated: it has no use yet, so it would count
+// as done and go first, and the use it was allocated for, a moment later,
+// would wait on the host for its copy out and bring it back (ResNet-50 at
+// 2x its batch under its 1x peak: ten such an iteration, 136 ms a step
+// against 125 ms by recency alone).
+//
 // Evicts least recently used buffers of `dev` until `bytes_needed` of pages
-// come back, preferring buffers whose last use has completed: with
-// `in_flight`, the copies are queued and the buffers join the evictions in
-// flight (Note [Reactive evictions in flight]); without, the host waits for
-// them and they land here.
+// come back: with `in_flight`, the copies are queued and the buffers join
+// the evictions in flight (Note [Reactive evictions in flight]); without,
+// the host waits for them and they land here.
 CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
                               bool in_flight) noexcept {
   std::vector<Block*> candidates;
@@ -56,20 +66,9 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Bloc
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (candidates.empty()) return CUDA_ERROR_OUT_OF_MEMORY;
-  // Last uses known to be done first, then least recently used.
-  std::vector<std::pair<bool, Block*>> order;
-  try {
-    for (Block* block : candidates)
-      order.emplace_back(!point_done(dev, block->last_use, /*ask=*/false), block);
-  } catch (...) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    if (a.first != b.first) return !a.first;
-    return a.second->last_tick < b.second->last_tick;
-  });
-  for (size_t i = 0; i < order.size(); ++i)
-    candidates[i] = order[i].second;
+  // Least recently used first (Note [Choosing victims]).
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Block* a, const Block* b) { return a->last_tick < b->last_tick; });
   size_t chosen = 0;
   uint64_t freed = 0;
   while (chosen < candidates.size() && freed < bytes_needed)

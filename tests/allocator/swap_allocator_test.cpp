@@ -323,6 +323,33 @@ TEST_F(SwapTest, EvictingForRoomLeavesTheHostFree) {
   EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
 }
 
+// Note [Choosing victims]: a buffer allocated and not yet used is the most
+// recent one, not the first to go for having no use to wait for; its use
+// neither waits on the host nor brings it back.
+TEST_F(SwapTest, ABufferNotYetUsedIsNotTheFirstVictim) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB);
+  ASSERT_CU(fill_words(s, a, k32MiB, 1));
+  ASSERT_CU(simcuda::testkit::launch_spin(k, s, 0, 1000000));  // a's use is not known done
+  CUdeviceptr fresh = swap_alloc(k32MiB);
+  CUdeviceptr c = swap_alloc(k32MiB);  // no room: one of the two goes
+  EXPECT_EQ(allocator->residency(fresh), Residency::resident);
+  EXPECT_NE(allocator->residency(a), Residency::resident);
+  const cuswap::SwapStats before = allocator->stats();
+  ASSERT_CU(fill_words(s, fresh, k32MiB, 2));
+  ASSERT_CU(fill_words(s, c, k32MiB, 3));
+  EXPECT_EQ(allocator->stats().host_waits, before.host_waits);
+  EXPECT_EQ(allocator->stats().evictions_cancelled, before.evictions_cancelled);
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
+  for (auto [p, seed] : {std::pair{fresh, 2u}, {c, 3u}, {a, 1u}})
+    ASSERT_CU(check_words(s, p, k32MiB, seed, counter));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
 // Eight 8 MiB buffers fill a 64 MiB budget; four more evict the first four
 // for room, least recently used first (with `plan_first`, after a plan's
 // eviction of the last). The stage of Note [Prefetching ahead]'s tests.
