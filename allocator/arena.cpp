@@ -52,19 +52,10 @@ bool adjacent(const Device& dev, const FreeRange& left, const FreeRange& right) 
          chunk_of(dev, left.base) == chunk_of(dev, right.base);
 }
 
-// Whether they can be one free piece: adjacent, of one kind, with at most
-// one copy still in flight between them.
+// Whether they can be one free piece: adjacent and of one kind (the copies
+// each still owes become one event, Note [Joined events]).
 bool joinable(const Device& dev, const FreeRange& left, const FreeRange& right) {
-  return adjacent(dev, left, right) && left.mapped() == right.mapped() &&
-         (left.pending.known_done() || right.pending.known_done());
-}
-
-// `right` (which follows it) into `left`; left.pages has room for right's.
-void join(FreeRange& left, FreeRange&& right) noexcept {
-  left.range_bytes += right.range_bytes;
-  left.pages.insert(left.pages.end(), right.pages.begin(), right.pages.end());
-  left.after.merge(right.after);
-  if (!right.pending.known_done()) left.pending = std::move(right.pending);
+  return adjacent(dev, left, right) && left.mapped() == right.mapped();
 }
 
 // Takes a free piece out of the arena's lists.
@@ -99,13 +90,21 @@ bool split(FreeRange& piece, uint64_t bytes, uint64_t granularity, FreeRange& re
 
 }  // namespace
 
+// `right` (which follows it) into `left`; left.pages has room for right's.
+void Allocator::join(Device& dev, FreeRange& left, FreeRange&& right) noexcept {
+  left.range_bytes += right.range_bytes;
+  left.pages.insert(left.pages.end(), right.pages.begin(), right.pages.end());
+  left.after.merge(right.after);
+  left.pending = join_events(dev, std::move(left.pending), std::move(right.pending));
+}
+
 void Allocator::free_piece(Device& dev, FreeRange piece) noexcept {
   if (piece.range_bytes == 0) return;
   try {
     auto next = dev.free_ranges.lower_bound(piece.base);
     if (next != dev.free_ranges.end() && joinable(dev, piece, next->second)) {
       piece.pages.reserve(piece.pages.size() + next->second.pages.size());
-      join(piece, unlist(dev, next));
+      join(dev, piece, unlist(dev, next));
     }
     next = dev.free_ranges.lower_bound(piece.base);
     if (next != dev.free_ranges.begin()) {
@@ -113,7 +112,7 @@ void Allocator::free_piece(Device& dev, FreeRange piece) noexcept {
       if (joinable(dev, prev->second, piece)) {
         prev->second.pages.reserve(prev->second.pages.size() + piece.pages.size());
         FreeRange left = unlist(dev, prev);
-        join(left, std::move(piece));
+        join(dev, left, std::move(piece));
         piece = std::move(left);
       }
     }
@@ -318,12 +317,8 @@ bool Allocator::reclaim_free(Device& dev, size_t count, std::vector<PageHandle>&
       if (after) {
         // The new owner waits on the device; the old place is unmapped later.
         after->uses.merge(gone.after);
-        if (!gone.pending.known_done()) {
-          if (!after->donor)
-            after->donor = gone.pending;
-          else
-            gone.pending.synchronize();
-        }
+        if (!gone.pending.known_done())
+          after->donor = join_events(dev, std::move(after->donor), gone.pending);
         retire(dev, std::move(gone));
       } else {
         // Pages that go back to the driver: their old place goes first.

@@ -118,11 +118,13 @@ void Allocator::prefetch_ahead(Device& dev) noexcept {
   dev.used_low = std::min(dev.used_low, dev.used_bytes);
   while (!dev.evicted_for_room.empty()) {
     Block* block = by_base_.find(dev.evicted_for_room.back());
-    // One still in flight lands if its copy is done (no wait); if not, it
-    // is left to its use, as is one fetched back or freed since: the ones
-    // evicted before it are next.
-    if (block && block->device == dev.ordinal && block->residency == Residency::evicting)
+    // One still in flight lands if its copy is done (no wait); if not, a
+    // later free asks again, for it is wanted before those evicted before
+    // it. One fetched back or freed since is passed over.
+    if (block && block->device == dev.ordinal && block->residency == Residency::evicting) {
       land_evictions(dev, /*wait_for_one=*/false);
+      if (block->residency == Residency::evicting) return;
+    }
     if (!block || block->device != dev.ordinal || block->residency != Residency::evicted) {
       dev.evicted_for_room.pop_back();
       continue;

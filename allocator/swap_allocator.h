@@ -243,6 +243,7 @@ class Allocator {
   [[nodiscard]] CUresult claim_space(Device& dev, uint64_t bytes, FreeRange& out) noexcept;
   // A piece of the arena back to its free lists, joined with its neighbours.
   void free_piece(Device& dev, FreeRange piece) noexcept;
+  void join(Device& dev, FreeRange& left, FreeRange&& right) noexcept;
   // Up to `count` pages of free ranges into `out` (room reserved); false
   // when there were none.
   bool reclaim_free(Device& dev, size_t count, std::vector<CUmemGenericAllocationHandle>& out,
@@ -254,6 +255,8 @@ class Allocator {
   void unmap_retired(Device& dev, Retiring& piece) noexcept;
   // Records an event on `stream` (Note [Shared events]); empty if it cannot.
   EventRef record_event(Device& dev, CUstream stream) noexcept;
+  // One event for the two (Note [Joined events]).
+  EventRef join_events(Device& dev, EventRef first, EventRef second) noexcept;
   void collect_host_releases(Device& dev, bool wait) noexcept;
   void cache_host_copy(Device& dev, const HostCopy& copy) noexcept;
   void give_host_copy_back(Device& dev, void* stash, uint64_t stash_bytes,

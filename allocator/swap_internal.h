@@ -275,6 +275,7 @@ struct Allocator::Device {
   CUmemLocation host_location{};
   CUstream evict_stream = nullptr;
   CUstream prefetch_stream = nullptr;
+  CUstream join_stream = nullptr;  // waits and records only (Note [Joined events])
   std::unique_ptr<HostStash> stash;  // when !host_vmm, created on first eviction
 
   uint64_t device_bytes = 0;  // pages created (pooled, mapped) and slabs

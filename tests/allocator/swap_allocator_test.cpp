@@ -323,6 +323,47 @@ TEST_F(SwapTest, EvictingForRoomLeavesTheHostFree) {
   EXPECT_LE(stats().peak_device_bytes, 64 * kMiB);
 }
 
+// Note [Joined events]: free pieces side by side that each still owe a
+// copy join, their copies one event: a buffer as big as both takes their
+// range without a driver call or a host wait, and its first use, on
+// another stream, runs after both copies.
+TEST_F(SwapTest, FreePiecesOwingCopiesJoin) {
+  start_swap("memory:64MiB,host_vmm:false", budget(k32MiB));
+  CUstream s = make_stream(), other = make_stream();
+  constexpr uint64_t k16MiB = 16 * kMiB;
+  CUdeviceptr a = swap_alloc(k16MiB), b = swap_alloc(k16MiB);
+  ASSERT_EQ(b, a + k16MiB);
+  ASSERT_CU(fill(s, a, k16MiB, 1));
+  ASSERT_CU(fill(s, b, k16MiB, 2));
+  ASSERT_CU(allocator->start_eviction(a));
+  ASSERT_CU(allocator->start_eviction(b));
+  ASSERT_CU(cuCtxSynchronize());
+  // A buffer that wants all their pages lands them.
+  CUdeviceptr d = swap_alloc(k32MiB);
+  ASSERT_CU(fill(s, d, k32MiB, 4));
+  ASSERT_CU(swap_free(d, s, true));
+  ASSERT_CU(cuCtxSynchronize());
+  // Both come back behind a virtual millisecond of work on s, and are
+  // freed there before their copies run.
+  ASSERT_CU(simcuda::testkit::launch_spin(k, s, 0, 1000000));
+  ASSERT_CU(allocator->start_prefetch(a, s, nullptr));
+  ASSERT_CU(allocator->start_prefetch(b, s, nullptr));
+  ASSERT_EQ(allocator->residency(a), Residency::prefetching);
+  ASSERT_EQ(allocator->residency(b), Residency::prefetching);
+  ASSERT_CU(swap_free(a, s, true));
+  ASSERT_CU(swap_free(b, s, true));
+  const uint64_t vmm = stats().vmm_calls, waits = allocator->stats().host_waits;
+  CUdeviceptr c = swap_alloc(k32MiB);
+  EXPECT_EQ(c, a) << "the two pieces joined";
+  EXPECT_EQ(stats().vmm_calls, vmm);
+  EXPECT_EQ(allocator->stats().host_waits, waits);
+  ASSERT_CU(fill(other, c, k32MiB, 3));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(mismatches(c, k32MiB, 3), 0u);
+  EXPECT_EQ(allocator->stats().prefetches_planned, 2u);
+}
+
 // Note [Choosing victims]: a buffer allocated and not yet used is the most
 // recent one, not the first to go for having no use to wait for; its use
 // neither waits on the host nor brings it back.
