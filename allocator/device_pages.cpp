@@ -141,6 +141,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, TakenPages& taken,
       r = CUDA_ERROR_OUT_OF_MEMORY;
       break;
     }
+    dev.overflowed = true;  // Note [Evicting ahead]
     r = evict_for(dev, (count - out.size()) * dev.granularity, keep, /*in_flight=*/true);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room(may_wait)) {
       // What it took goes back before it waits: the uses it waits for may
@@ -274,8 +275,7 @@ EventRef Allocator::record_event(Device& dev, CUstream stream) noexcept {
 EventRef Allocator::join_events(Device& dev, EventRef first, EventRef second) noexcept {
   if (second.done()) return first;
   if (first.done()) return second;
-  if (dev.join_stream &&
-      calls_.cuStreamWaitEvent(dev.join_stream, first.event()) == CUDA_SUCCESS &&
+  if (dev.join_stream && calls_.cuStreamWaitEvent(dev.join_stream, first.event()) == CUDA_SUCCESS &&
       calls_.cuStreamWaitEvent(dev.join_stream, second.event()) == CUDA_SUCCESS)
     if (EventRef both = record_event(dev, dev.join_stream)) return both;
   second.synchronize();

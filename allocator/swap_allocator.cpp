@@ -112,6 +112,7 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   }
   if (!dev->used_falling) dev->used_peak = std::max(dev->used_peak, dev->used_bytes);
   dev->reserved_high = std::max(dev->reserved_high, dev->device_bytes);
+  evict_ahead(*dev, block);
   *out = block->base;
   return CUDA_SUCCESS;
 }

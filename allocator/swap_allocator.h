@@ -200,8 +200,8 @@ class Allocator {
   std::vector<std::unique_ptr<Device>> devices_;  // by ordinal, created on first use
   std::map<uintptr_t, Block*> blocks_;            // live buffers by base, in address order
   BaseIndex<Block> by_base_;  // the same, for a use's lookups (Note [An index by base])
-  uint64_t tick_ = 0;                             // LRU clock: one per use
-  uint64_t use_seq_ = 0;                          // uses finished, ever (Note [Lazy use events])
+  uint64_t tick_ = 0;         // LRU clock: one per use
+  uint64_t use_seq_ = 0;      // uses finished, ever (Note [Lazy use events])
   SwapObserver* observer_ = nullptr;
 
   // The caller's hold on mu_, handed down a path that may wait for room
@@ -220,6 +220,10 @@ class Allocator {
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
   void release_donor(Device& dev, Block& block, UsePoint after) noexcept;
   void prefetch_ahead(Device& dev) noexcept;
+  void evict_ahead(Device& dev, Block* just) noexcept;
+  // Pages an allocation could take without evicting: not yet created within
+  // the budget, pooled, or in mapped free pieces.
+  uint64_t room(const Device& dev) const noexcept;
 
   // allocator/device_pages.cpp
   [[nodiscard]] CUresult init_device(Device& dev, int ordinal) noexcept;
@@ -277,8 +281,9 @@ class Allocator {
   void synchronize_point(Device& dev, const UsePoint& point) noexcept;
 
   // allocator/eviction.cpp
+  // Victims are at most `largest` bytes.
   [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
-                                   bool in_flight) noexcept;
+                                   bool in_flight, uint64_t largest = UINT64_MAX) noexcept;
   [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims, bool in_flight) noexcept;
   [[nodiscard]] CUresult queue_copy_out(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult copy_out(Device& dev, std::span<Block*> victims, size_t& queued,

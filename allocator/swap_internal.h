@@ -275,7 +275,7 @@ struct Allocator::Device {
   CUmemLocation host_location{};
   CUstream evict_stream = nullptr;
   CUstream prefetch_stream = nullptr;
-  CUstream join_stream = nullptr;  // waits and records only (Note [Joined events])
+  CUstream join_stream = nullptr;    // waits and records only (Note [Joined events])
   std::unique_ptr<HostStash> stash;  // when !host_vmm, created on first eviction
 
   uint64_t device_bytes = 0;  // pages created (pooled, mapped) and slabs
@@ -295,15 +295,16 @@ struct Allocator::Device {
   std::array<std::vector<SmallFree>, kSmallClasses> small_free;
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
-  std::vector<StreamUses> streams;                    // Note [Lazy use events]
-  std::vector<Allocator::Block*> evicting;            // evictions in flight, oldest first
+  std::vector<StreamUses> streams;          // Note [Lazy use events]
+  std::vector<Allocator::Block*> evicting;  // evictions in flight, oldest first
   // Bases of buffers evicted for room, last evicted last (Note [Prefetching
   // ahead]); a base may have been fetched back or freed since.
   std::vector<uintptr_t> evicted_for_room;
   // The watch of Note [Prefetching ahead]: live bytes rising to a peak, or
   // falling from it to a low.
   bool used_falling = false;
-  bool planned = false;  // a plan moves buffers here: it fetches them back, not the watch
+  bool planned = false;     // a plan moves buffers here: it fetches them back, not the watch
+  bool overflowed = false;  // something was evicted for room (Note [Evicting ahead])
   uint64_t used_peak = 0, used_low = 0;
   std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device

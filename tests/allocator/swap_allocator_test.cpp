@@ -391,9 +391,46 @@ TEST_F(SwapTest, ABufferNotYetUsedIsNotTheFirstVictim) {
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
-// Eight 8 MiB buffers fill a 64 MiB budget; four more evict the first four
-// for room, least recently used first (with `plan_first`, after a plan's
-// eviction of the last). The stage of Note [Prefetching ahead]'s tests.
+// Note [Evicting ahead]: a budget nearly full moves nothing until
+// something must be evicted for room; from then on, an allocation that
+// leaves less than a sixteenth free (here 4 MiB) starts evicting the least
+// recently used beyond what it needed.
+TEST_F(SwapTest, OnceOverTheBudgetRoomIsMadeAhead) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream s = make_stream();
+  std::vector<std::pair<CUdeviceptr, uint64_t>> buffers;
+  auto add = [&](uint64_t bytes) {
+    buffers.emplace_back(swap_alloc(bytes), bytes);
+    return fill_words(s, buffers.back().first, bytes, static_cast<uint32_t>(buffers.size()));
+  };
+  ASSERT_CU(add(k32MiB));
+  for (int i = 0; i < 15; ++i)
+    ASSERT_CU(add(2 * kMiB));  // 2 MiB free, less than the 4 MiB kept ahead
+  EXPECT_EQ(allocator->stats().evictions, 0u);
+  EXPECT_EQ(allocator->stats().evictions_ahead, 0u);
+  ASSERT_CU(add(4 * kMiB));  // evicts the 32 MiB for room, 30 MiB of it on its way
+  EXPECT_EQ(allocator->stats().evictions_ahead, 0u);
+  EXPECT_NE(allocator->residency(buffers[0].first), Residency::resident);
+  ASSERT_CU(add(k32MiB));  // takes those 30 MiB and 2 MiB more, then 4 MiB ahead
+  EXPECT_EQ(allocator->stats().evictions_ahead, 1u);
+  for (size_t i : {1, 2, 3})
+    EXPECT_NE(allocator->residency(buffers[i].first), Residency::resident) << i;
+  EXPECT_EQ(allocator->residency(buffers[4].first), Residency::resident);
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
+  for (size_t i = 0; i < buffers.size(); ++i)
+    ASSERT_CU(
+        check_words(s, buffers[i].first, buffers[i].second, static_cast<uint32_t>(i + 1), counter));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+// Eight 8 MiB buffers fill a 64 MiB budget; four more evict the first five,
+// least recently used first (with `plan_first`, after a plan's eviction of
+// the last): the first for room, and each allocation then one more ahead
+// of need, whose pages the next takes (Note [Evicting ahead]). The stage
+// of Note [Prefetching ahead]'s tests.
 class FetchAheadTest : public SwapTest {
  protected:
   static constexpr uint64_t k8MiB = 8 * kMiB;
@@ -423,25 +460,26 @@ class FetchAheadTest : public SwapTest {
 // quarter of the budget stays free, and their uses find them there.
 TEST_F(FetchAheadTest, FallingFromThePeakFetchesTheLastEvictedAhead) {
   ASSERT_NO_FATAL_FAILURE(overflow(/*plan_first=*/false));
-  EXPECT_EQ(allocator->stats().evictions, 4u);
+  EXPECT_EQ(allocator->stats().evictions_ahead, 4u);
+  EXPECT_NE(allocator->residency(a[4]), Residency::resident);
+  EXPECT_EQ(allocator->residency(a[5]), Residency::resident);
   EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
-  // Two frees leave 16 MiB: not the buffer and a quarter of the budget.
+  // A free leaves 16 MiB: not the buffer and a quarter of the budget.
   ASSERT_CU(swap_free(b[3], s, true));
-  ASSERT_CU(swap_free(b[2], s, true));
   EXPECT_EQ(allocator->stats().prefetches_ahead, 0u);
-  // Three leave 24 MiB: the last evicted comes back, and only it.
-  ASSERT_CU(swap_free(b[1], s, true));
+  // Two leave 24 MiB: the last evicted comes back, and only it.
+  ASSERT_CU(swap_free(b[2], s, true));
   EXPECT_EQ(allocator->stats().prefetches_ahead, 1u);
+  EXPECT_NE(allocator->residency(a[4]), Residency::evicted);
+  EXPECT_EQ(allocator->residency(a[3]), Residency::evicted);
+  ASSERT_CU(swap_free(b[1], s, true));
+  EXPECT_EQ(allocator->stats().prefetches_ahead, 2u);
   EXPECT_NE(allocator->residency(a[3]), Residency::evicted);
   EXPECT_EQ(allocator->residency(a[2]), Residency::evicted);
-  ASSERT_CU(swap_free(b[0], s, true));
-  EXPECT_EQ(allocator->stats().prefetches_ahead, 2u);
-  EXPECT_NE(allocator->residency(a[2]), Residency::evicted);
-  EXPECT_EQ(allocator->residency(a[1]), Residency::evicted);
   const uint64_t on_demand = allocator->stats().prefetches_on_demand;
   std::vector<char> heads(32);  // read into until the synchronize below
-  ASSERT_CU(read(s, heads.data(), a[3], 16));
-  ASSERT_CU(read(s, heads.data() + 16, a[2], 16));
+  ASSERT_CU(read(s, heads.data(), a[4], 16));
+  ASSERT_CU(read(s, heads.data() + 16, a[3], 16));
   ASSERT_CU(cuCtxSynchronize());
   EXPECT_EQ(allocator->stats().prefetches_on_demand, on_demand);
   for (uint32_t i = 0; i < 8; ++i)
@@ -475,7 +513,7 @@ TEST_F(SwapTest, AnEvictionReusesTheHostCopyOfALandedPrefetch) {
   ASSERT_CU(fill(s, c, k32MiB, 3));
   std::vector<char> head(16);
   ASSERT_CU(read(s, head.data(), a, head.size()));  // brings a back, evicting b: a second
-  ASSERT_CU(cuCtxSynchronize());  // a's prefetch has landed: its copy is free
+  ASSERT_CU(cuCtxSynchronize());                    // a's prefetch has landed: its copy is free
   const uint64_t creates = allocator->stats().vmm_creates;
   CUdeviceptr d = swap_alloc(k32MiB);  // evicts c into a's old copy
   EXPECT_EQ(allocator->residency(c), Residency::evicting);
