@@ -149,24 +149,23 @@ uint64_t Allocator::room(const Device& dev) const noexcept {
 }
 
 // Note [Evicting ahead]
-// Without a plan, an allocation that finds no room evicts then, and the
-// new buffer's first use waits on the device for the victims' copies out
-// (Note [Reactive evictions in flight]): at the step's peak, one such wait
-// after another. So each allocation that leaves less than a sixteenth of
-// the budget free, counting pages on their way out, starts evicting the
-// least recently used buffers until that much is free or on its way: their
-// copies run while the device computes, and the next allocations find
-// their pages there, copied. The extra bytes moved are about that
-// sixteenth at each peak (ResNet-50 under its 1x peak: 20.1 -> 19.2 ms a
-// step at 1x, 350 -> 346 at 4x, 125 -> 126 at 2x). Victims ahead of need are at most a quarter of
-// the budget, so a small budget of a few big buffers does not lose one of
-// them for a sixteenth (victims no bigger than the sixteenth left ResNet-50
-// at 4x under its 1x peak only small buffers that came back on demand:
-// 361 ms a step against 346). It starts once something had to be evicted for
-// room, so a workload that fits moves nothing (ResNet-50 under 110% of its
-// peak: with 130 MiB free at the peak, a reserve kept from the start moved
-// 98 MiB each way an iteration). Where a plan moves buffers, it makes the
-// room.
+// Without a plan, an allocation that finds no room evicts then, and the new
+// buffer's first use waits on the device for the victims' copies out (Note
+// [Reactive evictions in flight]): at the step's peak, one such wait after
+// another. So each allocation that leaves less than a sixteenth of the
+// budget free, counting pages on their way out, starts evicting the least
+// recently used buffers until that much is free or on its way: their copies
+// run while the device computes, and the next allocations find their pages
+// there, copied. The extra bytes moved are about that sixteenth at each peak
+// (ResNet-50 under its 1x peak: 20.1 to 19.2 ms a step at 1x, 350 to 346 at
+// 4x, 125 to 126 at 2x). Victims ahead of need are at most a quarter of the
+// budget, so a small budget of a few big buffers does not lose one of them
+// for a sixteenth (victims no bigger than the sixteenth left ResNet-50 at 4x
+// under its 1x peak only small buffers that came back on demand: 361 ms a
+// step against 346). It starts once something had to be evicted for room, so
+// a workload that fits moves nothing (ResNet-50 under 110% of its peak: with
+// 130 MiB free at the peak, a reserve kept from the start moved 98 MiB each
+// way an iteration). Where a plan moves buffers, it makes the room.
 void Allocator::evict_ahead(Device& dev, Block* just) noexcept {
   if (!dev.overflowed || dev.planned || just->small) return;
   const uint64_t reserve = dev.budget_bytes / 16;

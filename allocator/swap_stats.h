@@ -14,7 +14,7 @@ namespace cuswap {
   X(prefetches, "buffers copied back to the device")                                              \
   X(prefetches_on_demand, "prefetches a use had to wait for")                                     \
   X(prefetches_planned, "prefetches a plan started ahead of the use")                             \
-  X(evictions_ahead, "evictions started ahead of need without a plan, to keep room free")         \
+  X(evictions_ahead, "allocations that started evicting ahead of need, without a plan")           \
   X(prefetches_ahead, "prefetches started ahead of the use without a plan, once live bytes fell") \
   X(evictions_planned, "evictions a plan started after a last use")                               \
   X(evictions_cancelled, "evictions called off before they landed")                               \
