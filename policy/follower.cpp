@@ -101,9 +101,26 @@ void PlanFollower::end_iteration() {
   for (uint32_t e = 0; e < entries_.size(); ++e)
     if (!late[e]) entries_[e].late_streak = 0;
   bool moved = false;
+  if (!moved_last_.empty() && on_demand_ > on_demand_before_moves_) {
+    // The last moves made room run short (Note [Moving triggers]).
+    for (uint32_t e : moved_last_) {
+      entries_[e].prefetch_at = entries_[e].moved_from;
+      entries_[e].settled = true;
+    }
+    stats_.triggers_moved_back += moved_last_.size();
+    moved_last_.clear();
+    to_move_.clear();
+    moved = true;
+  }
+  moved_last_.clear();
+  on_demand_before_moves_ = on_demand_;
   for (uint32_t e : to_move_)
-    moved |= move_trigger(e);
+    if (move_trigger(e)) {
+      moved_last_.push_back(e);
+      moved = true;
+    }
   to_move_.clear();
+  on_demand_ = 0;
   if (moved) build_triggers();
 }
 
@@ -284,6 +301,7 @@ void PlanFollower::report_late(uint32_t entry, uint64_t late_ns) {
 
 bool PlanFollower::move_trigger(uint32_t e) {
   Entry& entry = entries_[e];
+  if (entry.settled) return false;
   const auto find = [&](const OpKey& key) -> int64_t {
     auto it = std::find(last_sequence_.begin(), last_sequence_.end(), key);
     return it == last_sequence_.end() ? -1 : it - last_sequence_.begin();
@@ -300,6 +318,7 @@ bool PlanFollower::move_trigger(uint32_t e) {
   ++entry.late_streak;
   const int64_t to = std::max(floor, at - step);
   if (to >= at) return false;
+  entry.moved_from = entry.prefetch_at;
   entry.prefetch_at = last_sequence_[static_cast<size_t>(to)];
   ++stats_.triggers_moved;
   return true;

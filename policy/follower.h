@@ -33,7 +33,15 @@
 // its trigger moves earlier, by one launch the first time and twice as many
 // each time it is late again, along the launches of the last iteration; it
 // never moves before the launch after its eviction (nothing to bring back
-// before it left). A prefetch on time keeps its trigger.
+// before it left). A prefetch on time keeps its trigger. Where the link is
+// what makes them late, moving triggers earlier cannot make the copies
+// faster; it only brings buffers back sooner, and at some point they no
+// longer fit beside the rest: uses then fetch on demand what the plan had
+// evicted for room (ResNet-50 at 4x its batch under its 1x peak, online:
+// 346 ms a step after six iterations of moves, then 472, 421, 420 with 17-20
+// fetches on demand an iteration). So an iteration after moves that fetched
+// more on demand than the one before them puts the moved triggers back
+// where they were, and those entries move no more.
 #pragma once
 
 #include <cstdint>
@@ -55,8 +63,9 @@ struct FollowStats {
   uint64_t followed_iterations = 0;    // every entry bound, nothing mismatched
   uint64_t mismatched_iterations = 0;  // fell back to reactive part way
   uint64_t late_prefetches = 0;
-  uint64_t late_ns = 0;         // time uses waited for planned copies
-  uint64_t triggers_moved = 0;  // Note [Moving triggers]
+  uint64_t late_ns = 0;              // time uses waited for planned copies
+  uint64_t triggers_moved = 0;       // Note [Moving triggers]
+  uint64_t triggers_moved_back = 0;  // moves undone, for room ran short
 };
 
 class PlanFollower {
@@ -94,6 +103,9 @@ class PlanFollower {
 
   // The use of `entry` waited `late_ns` for its copy (Note [Moving triggers]).
   void report_late(uint32_t entry, uint64_t late_ns);
+  // Uses that fetched on demand in the iteration about to end (Note [Moving
+  // triggers]); before begin_iteration.
+  void report_on_demand(uint64_t count) { on_demand_ = count; }
 
   bool following() const { return following_; }
   // kReplanAfter iterations in a row did not match.
@@ -138,6 +150,8 @@ class PlanFollower {
     bool leaves = true, returns = true;
     bool wraps = false;        // Note [Wrap entries]
     uint32_t late_streak = 0;  // iterations in a row it was late
+    OpKey moved_from;          // prefetch_at before its last move
+    bool settled = false;      // a move made things worse: it moves no more
   };
   enum class Kind : uint8_t { prefetch, use, evict };
   struct Trigger {
@@ -157,6 +171,8 @@ class PlanFollower {
   std::vector<Slot> slots_;
   std::vector<Entry> entries_;
   size_t dropped_ = 0;
+  std::vector<uint32_t> moved_last_;  // entries moved at the last iteration's end
+  uint64_t on_demand_ = 0, on_demand_before_moves_ = 0;
   std::unordered_multimap<OpKey, Trigger, OpKeyHash> triggers_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> alloc_slots_;  // ordinal -> slots
   std::vector<uint32_t> allocated_by_ordinal_;  // slots allocated in the iteration, by ordinal

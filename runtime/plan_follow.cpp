@@ -179,6 +179,8 @@ void PlanFollow::begin_iteration_locked() noexcept {
         live.push_back({id, buffer.size_bytes});
     }
     if (follower_) {
+      if (last_.iteration == iteration_ - 1)
+        follower_->report_on_demand(last_.prefetches_on_demand);
       follower_->begin_iteration(live);
       const std::string& why = follower_->last_mismatch();
       if (!why.empty() && why != last_mismatch_logged_) {
@@ -324,10 +326,10 @@ std::string PlanFollow::stats_json() {
                  "\"iterations\": {}, \"following\": {}, \"plan_entries\": {}, "
                  "\"followed_iterations\": {}, \"mismatched_iterations\": {}, "
                  "\"late_prefetches\": {}, \"late_ns\": {}, \"triggers_moved\": {}, "
-                 "\"iteration_period_launches\": {}, ",
+                 "\"triggers_moved_back\": {}, \"iteration_period_launches\": {}, ",
                  iteration_, follower_ ? "true" : "false", follower_ ? follower_->entries() : 0,
                  f.followed_iterations, f.mismatched_iterations, f.late_prefetches, f.late_ns,
-                 f.triggers_moved, detector_.period());
+                 f.triggers_moved, f.triggers_moved_back, detector_.period());
   fmt::format_to(std::back_inserter(out),
                  "\"last_iteration\": {{\"iteration\": {}, \"followed\": {}, "
                  "\"prefetches_planned\": {}, \"prefetches_on_demand\": {}, "

@@ -190,6 +190,33 @@ TEST(PlanFollower, ALatePrefetchMovesItsTriggerEarlierEachTime) {
   EXPECT_EQ(f.stats().triggers_moved, 2u);
 }
 
+// Note [Moving triggers]: an iteration after moves that fetched more on
+// demand than the one before puts the moved triggers back, for good.
+TEST(PlanFollower, MovesThatMakeRoomRunShortAreUndone) {
+  PlanFollower f(step_plan());
+  Step s = run_step(f, 100);
+  const uint32_t entry = s.actions[2 * kLayers - 1].uses[0].entry;
+  f.report_late(entry, 5000);
+  s = run_step(f, 300);  // moved one launch earlier at this step's start
+  ASSERT_EQ(s.actions[2 * kLayers - 4].prefetch.size(), 1u);
+  f.report_late(entry, 5000);
+  f.report_on_demand(0);
+  s = run_step(f, 400);  // moved two more
+  ASSERT_EQ(s.actions[2 * kLayers - 6].prefetch.size(), 1u);
+  f.report_late(entry, 5000);
+  f.report_on_demand(3);  // that step fetched on demand
+  s = run_step(f, 500);
+  ASSERT_EQ(s.actions[2 * kLayers - 4].prefetch.size(), 1u) << "back where it was";
+  EXPECT_TRUE(s.actions[2 * kLayers - 6].prefetch.empty());
+  EXPECT_EQ(f.stats().triggers_moved_back, 1u);
+  // Late again: it stays.
+  f.report_late(entry, 5000);
+  f.report_on_demand(0);
+  s = run_step(f, 600);
+  ASSERT_EQ(s.actions[2 * kLayers - 4].prefetch.size(), 1u);
+  EXPECT_EQ(f.stats().triggers_moved, 2u);
+}
+
 TEST(PlanFollower, ATriggerNeverMovesBeforeItsEviction) {
   PlanFollower f(step_plan());
   Step s = run_step(f, 100);
