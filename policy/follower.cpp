@@ -108,7 +108,6 @@ void PlanFollower::end_iteration() {
       entries_[e].settled = true;
     }
     stats_.triggers_moved_back += moved_last_.size();
-    moved_last_.clear();
     to_move_.clear();
     moved = true;
   }
