@@ -142,7 +142,7 @@ CUresult Allocator::take_pages(Device& dev, size_t count, TakenPages& taken,
       break;
     }
     dev.overflowed = true;  // Note [Evicting ahead]
-    r = evict_for(dev, (count - out.size()) * dev.granularity, keep, /*in_flight=*/true);
+    r = evict_for(dev, (count - out.size()) * dev.granularity, keep);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && can_wait_for_room(may_wait)) {
       // What it took goes back before it waits: the uses it waits for may
       // need those pages, and no page is held outside the allocator's

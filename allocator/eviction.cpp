@@ -45,11 +45,10 @@ bool kept(std::span<Allocator::Block* const> keep, const Allocator::Block* block
 // against 125 ms by recency alone).
 //
 // Evicts least recently used buffers of `dev` until `bytes_needed` of pages
-// come back: with `in_flight`, the copies are queued and the buffers join
-// the evictions in flight (Note [Reactive evictions in flight]); without,
-// the host waits for them and they land here.
+// come back: the copies are queued and the buffers join the evictions in
+// flight (Note [Reactive evictions in flight]).
 CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
-                              bool in_flight, uint64_t largest) noexcept {
+                              uint64_t largest) noexcept {
   std::vector<Block*> candidates;
   try {
     for (auto& [base, block] : blocks_) {
@@ -74,7 +73,7 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Bloc
   uint64_t freed = 0;
   while (chosen < candidates.size() && freed < bytes_needed)
     freed += candidates[chosen++]->range_bytes;
-  const CUresult r = evict(dev, std::span<Block*>(candidates.data(), chosen), in_flight);
+  const CUresult r = evict(dev, std::span<Block*>(candidates.data(), chosen), /*in_flight=*/true);
   if (r == CUDA_SUCCESS) {
     // Note [Prefetching ahead]'s order; entries of buffers fetched back or
     // freed since go when they outnumber the buffers.
@@ -174,8 +173,7 @@ void Allocator::evict_ahead(Device& dev, Block* just) noexcept {
     free += block->pages.size() * dev.granularity;
   if (free >= reserve) return;
   Block* keep[] = {just};
-  if (evict_for(dev, reserve - free, keep, /*in_flight=*/true, /*largest=*/dev.budget_bytes / 4) ==
-      CUDA_SUCCESS)
+  if (evict_for(dev, reserve - free, keep, /*largest=*/dev.budget_bytes / 4) == CUDA_SUCCESS)
     ++stats_.evictions_ahead;
 }
 

@@ -283,7 +283,7 @@ class Allocator {
   // allocator/eviction.cpp
   // Victims are at most `largest` bytes.
   [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
-                                   bool in_flight, uint64_t largest = UINT64_MAX) noexcept;
+                                   uint64_t largest = UINT64_MAX) noexcept;
   [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims, bool in_flight) noexcept;
   [[nodiscard]] CUresult queue_copy_out(Device& dev, Block& block) noexcept;
   [[nodiscard]] CUresult copy_out(Device& dev, std::span<Block*> victims, size_t& queued,
