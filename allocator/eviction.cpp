@@ -73,7 +73,7 @@ CUresult Allocator::evict_for(Device& dev, uint64_t bytes_needed, std::span<Bloc
   uint64_t freed = 0;
   while (chosen < candidates.size() && freed < bytes_needed)
     freed += candidates[chosen++]->range_bytes;
-  const CUresult r = evict(dev, std::span<Block*>(candidates.data(), chosen), /*in_flight=*/true);
+  const CUresult r = evict(dev, std::span<Block*>(candidates.data(), chosen));
   if (r == CUDA_SUCCESS) {
     // Note [Prefetching ahead]'s order; entries of buffers fetched back or
     // freed since go when they outnumber the buffers.
@@ -335,46 +335,44 @@ void Allocator::count_eviction(const Block& block, EvictReason reason) noexcept 
 }
 
 // Evicts `victims` in three phases; each leaves every victim where its
-// bytes are valid if it fails.
-CUresult Allocator::evict(Device& dev, std::span<Block*> victims, bool in_flight) noexcept {
+// bytes are valid if it fails. The copies stay in flight: the victims join
+// the evictions in flight (Note [Reactive evictions in flight]).
+CUresult Allocator::evict(Device& dev, std::span<Block*> victims) noexcept {
   // 1. A host copy for each victim, or for none.
   size_t ready = 0;
   CUresult r = CUDA_SUCCESS;
-  if (in_flight) {
-    try {
-      dev.evicting.reserve(dev.evicting.size() + victims.size());
-    } catch (...) {
-      r = CUDA_ERROR_OUT_OF_MEMORY;
-    }
+  try {
+    dev.evicting.reserve(dev.evicting.size() + victims.size());
+  } catch (...) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
   }
   for (; r == CUDA_SUCCESS && ready < victims.size(); ++ready)
     if ((r = take_host_copy(dev, *victims[ready])) != CUDA_SUCCESS) break;
-  // 2. The copies out, each after its buffer's last use; then one event
-  // after them all, or one wait by the host.
+  // 2. The copies out, each after its buffer's last use, then one event
+  // after them all.
   size_t queued = 0;
-  if (r == CUDA_SUCCESS) r = copy_out(dev, victims, queued, in_flight);
+  for (; r == CUDA_SUCCESS && queued < victims.size(); ++queued)
+    if ((r = queue_copy_out(dev, *victims[queued])) != CUDA_SUCCESS) break;
   if (r != CUDA_SUCCESS) {
+    if (queued > 0) (void)calls_.cuStreamSynchronize(dev.evict_stream);
     abandon_evictions(dev, victims.first(ready), queued);
     return r;
   }
-  if (in_flight) {
-    if (EventRef copied = record_event(dev, dev.evict_stream)) {
-      for (Block* block : victims) {
-        block->evict_copy = copied;
-        block->evict_reason = EvictReason::budget;
-        dev.evicting.push_back(block);  // reserved above
-      }
-      return CUDA_SUCCESS;
+  if (EventRef copied = record_event(dev, dev.evict_stream)) {
+    for (Block* block : victims) {
+      block->evict_copy = copied;
+      block->evict_reason = EvictReason::budget;
+      dev.evicting.push_back(block);  // reserved above
     }
-    // Cannot tell when they are done: wait for them and land them now.
-    if ((r = calls_.cuStreamSynchronize(dev.evict_stream)) != CUDA_SUCCESS) {
-      for (Block* block : victims)
-        lose_host_copy(dev, *block);  // the copies' fate is unknown
-      return r;
-    }
+    return CUDA_SUCCESS;
   }
-  // 3. The pages come back; with host memory mapping, the range moves onto
-  // the host copy.
+  // 3. Without an event nothing tells when the copies are done: the host
+  // waits for them and they land now.
+  if ((r = calls_.cuStreamSynchronize(dev.evict_stream)) != CUDA_SUCCESS) {
+    for (Block* block : victims)
+      lose_host_copy(dev, *block);  // the copies' fate is unknown
+    return r;
+  }
   const uint64_t copied_ns = observer_ ? observer_->clock_ns() : 0;
   size_t evicted = 0;
   for (Block* block : victims)
@@ -397,20 +395,6 @@ CUresult Allocator::queue_copy_out(Device& dev, Block& block) noexcept {
                                                     dev.evict_stream)
                      : driver_.cuMemcpyDtoDAsync_v2(block.host.window, block.base, block.size_bytes,
                                                     dev.evict_stream);
-}
-
-// Phase 2 of evict(): every victim's copy queued (`queued` counts those
-// that were), then, unless they stay `in_flight`, waited for.
-CUresult Allocator::copy_out(Device& dev, std::span<Block*> victims, size_t& queued,
-                             bool in_flight) noexcept {
-  CUresult r = CUDA_SUCCESS;
-  for (; queued < victims.size(); ++queued)
-    if ((r = queue_copy_out(dev, *victims[queued])) != CUDA_SUCCESS) break;
-  if (queued > 0 && (!in_flight || r != CUDA_SUCCESS)) {
-    CUresult s = calls_.cuStreamSynchronize(dev.evict_stream);
-    if (r == CUDA_SUCCESS) r = s;
-  }
-  return r;
 }
 
 // Phase 1 or 2 failed: nothing moved, and every victim in `ready` (with a

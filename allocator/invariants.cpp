@@ -178,8 +178,11 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
     f.hold(piece.pending);
     if (piece.host.handle) f.host_bytes += piece.host.size_bytes;
   }
-  for (const StreamUses& uses : dev.streams)
+  for (const StreamUses& uses : dev.streams) {
     f.hold(uses.cover);
+    for (const UseMark& mark : uses.marks)
+      f.hold(mark.event);
+  }
   uint64_t slab_bytes = 0;
   for (const auto& [base, bytes] : dev.slabs)
     slab_bytes += bytes;
@@ -217,8 +220,7 @@ std::string Allocator::check() noexcept {
     uintptr_t end_of_previous = 0;
     for (const auto& [base, block] : blocks_) {
       if (base != block->base) f.fail("buffer {:#x}: filed under {:#x}", block->base, base);
-      if (by_base_.find(base) != block)
-        f.fail("buffer {:#x}: not found by its base", base);
+      if (by_base_.find(base) != block) f.fail("buffer {:#x}: not found by its base", base);
       if (base < end_of_previous) f.fail("buffer {:#x}: overlaps the buffer before it", base);
       end_of_previous = base + block->range_bytes;
       const auto d = static_cast<size_t>(block->device);

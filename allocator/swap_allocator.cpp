@@ -374,7 +374,8 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
   std::lock_guard lock(mu_);
   if (blocks_.empty() && active_uses_ == 0) return;
   // The use is queued: it is counted, and its stream's entry and its
-  // buffers know it (Note [Lazy use events]). Nothing is recorded.
+  // buffers know it (Note [Lazy use events]). Nothing is recorded but a
+  // stream's marks once the budget is short (Note [Marks behind the host]).
   bool counted = false;
   Device* dev = nullptr;
   if (result == CUDA_SUCCESS) {
@@ -384,6 +385,7 @@ void Allocator::finish(CUstream stream, const UseBuffers& use, CUresult result) 
       if (StreamUses* uses = stream_uses(*dev, stream)) {
         uses->last_seq = use_seq_;
         counted = true;
+        if (dev->overflowed && use_seq_ >= uses->mark_due) mark(*dev, *uses);
       }
     }
     // A use no point can name is waited for, so that older points hold.

@@ -271,7 +271,11 @@ class Allocator {
   StreamUses* stream_uses(Device& dev, CUstream stream) noexcept;
   // An event on `uses.stream` after its uses numbered up to `seq`; empty
   // when none can be recorded.
-  EventRef cover(Device& dev, StreamUses& uses, uint64_t seq) noexcept;
+  // The earliest event known to follow `uses`' work up to `seq`, recorded
+  // now if none is kept; `at` is the count it was recorded at.
+  EventRef cover(Device& dev, StreamUses& uses, uint64_t seq, uint64_t* at = nullptr) noexcept;
+  // Records a mark on `uses`' stream (Note [Marks behind the host]).
+  void mark(Device& dev, StreamUses& uses) noexcept;
   // Makes `on` wait, on the device, for the work `point` names (none on
   // `on` itself, which is in order already).
   [[nodiscard]] CUresult order_after(Device& dev, const UsePoint& point, CUstream on) noexcept;
@@ -284,10 +288,8 @@ class Allocator {
   // Victims are at most `largest` bytes.
   [[nodiscard]] CUresult evict_for(Device& dev, uint64_t bytes_needed, std::span<Block* const> keep,
                                    uint64_t largest = UINT64_MAX) noexcept;
-  [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims, bool in_flight) noexcept;
+  [[nodiscard]] CUresult evict(Device& dev, std::span<Block*> victims) noexcept;
   [[nodiscard]] CUresult queue_copy_out(Device& dev, Block& block) noexcept;
-  [[nodiscard]] CUresult copy_out(Device& dev, std::span<Block*> victims, size_t& queued,
-                                  bool in_flight) noexcept;
   void abandon_evictions(Device& dev, std::span<Block*> ready, size_t queued) noexcept;
   [[nodiscard]] CUresult prefetch(Block& block, CUstream stream, std::span<Block* const> keep,
                                   PrefetchReason reason, bool may_evict = true) noexcept;

@@ -146,13 +146,36 @@ struct UsePoint {
   }
 };
 
+// Note [Marks behind the host]
+// A stream's cover is recorded when a decision asks, so it follows every
+// use queued by then, and the host runs ahead of the device: an eviction's
+// copy ordered after it starts only once the device has caught up with the
+// host, though the victim's last use (the least recently used buffer's) ran
+// long before, and the use that takes the victim's pages, queued just after,
+// waits for the whole copy (ResNet-50 under its 1x peak, without a plan: two
+// stalls of 1.3 ms a step, the host 2.5 ms ahead). So once something has
+// been evicted for room, a stream also records an event every kMarkEvery of
+// the allocator's uses, and keeps the last kMarks of them: an old use is
+// covered by the earliest mark after it, which the device has often passed,
+// and the copy starts at once. That is an event record every kMarkEvery
+// launches, and only while the budget is short.
+struct UseMark {
+  EventRef event;  // recorded on the stream when the count was seq
+  uint64_t seq = 0;
+};
+inline constexpr uint64_t kMarkEvery = 32;
+inline constexpr size_t kMarks = 8;
+
 // One stream's uses on a device (Note [Lazy use events]).
 struct StreamUses {
   CUstream stream = nullptr;
   uint64_t first_seq = 0, last_seq = 0;  // its first and latest use
   EventRef cover;                        // recorded on it when the count was cover_seq
   uint64_t cover_seq = 0;
-  uint64_t done_below = 0;  // its uses numbered below this are known done
+  uint64_t done_below = 0;            // its uses numbered below this are known done
+  std::array<UseMark, kMarks> marks;  // Note [Marks behind the host], oldest overwritten
+  uint8_t next_mark = 0;
+  uint64_t mark_due = 0;  // the count at which the next mark is recorded
 };
 
 // Where an evicted buffer's bytes are kept in host-located virtual memory:

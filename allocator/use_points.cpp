@@ -39,13 +39,36 @@ StreamUses* Allocator::stream_uses(Device& dev, CUstream stream) noexcept {
   }
 }
 
-EventRef Allocator::cover(Device& dev, StreamUses& uses, uint64_t seq) noexcept {
-  if (uses.cover && uses.cover_seq >= needed(uses, seq)) return uses.cover;
+EventRef Allocator::cover(Device& dev, StreamUses& uses, uint64_t seq, uint64_t* at) noexcept {
+  const uint64_t need = needed(uses, seq);
+  // The earliest event that follows the use: a mark, or the cover.
+  const EventRef* best = uses.cover && uses.cover_seq >= need ? &uses.cover : nullptr;
+  uint64_t best_seq = best ? uses.cover_seq : 0;
+  for (const UseMark& mark : uses.marks)
+    if (mark.event && mark.seq >= need && (!best || mark.seq < best_seq)) {
+      best = &mark.event;
+      best_seq = mark.seq;
+    }
+  if (best) {
+    if (at) *at = best_seq;
+    return *best;
+  }
   EventRef event = record_event(dev, uses.stream);
   if (!event) return {};
   uses.cover = event;
   uses.cover_seq = use_seq_;
+  if (at) *at = use_seq_;
   return event;
+}
+
+void Allocator::mark(Device& dev, StreamUses& uses) noexcept {
+  uses.mark_due = use_seq_ + kMarkEvery;
+  EventRef event = record_event(dev, uses.stream);
+  if (!event) return;  // the cover answers, later
+  UseMark& slot = uses.marks[uses.next_mark];
+  uses.next_mark = static_cast<uint8_t>((uses.next_mark + 1) % kMarks);
+  slot.event = std::move(event);
+  slot.seq = use_seq_;
 }
 
 CUresult Allocator::order_after(Device& dev, const UsePoint& point, CUstream on) noexcept {
@@ -72,9 +95,9 @@ bool Allocator::point_done(Device& dev, const UsePoint& point, bool ask) noexcep
   return each_stream(dev, point, [&](StreamUses& uses) {
     if (needed(uses, point.seq) < uses.done_below) return true;
     if (!ask) return false;
-    EventRef event = cover(dev, uses, point.seq);
+    uint64_t at = 0;
+    EventRef event = cover(dev, uses, point.seq, &at);
     if (!event) return false;
-    const uint64_t at = uses.cover_seq;
     if (!event.done()) return false;
     uses.done_below = std::max(uses.done_below, at + 1);
     if (uses.cover_seq == at) uses.cover.reset();  // all it says is in done_below now
@@ -86,8 +109,8 @@ void Allocator::synchronize_point(Device& dev, const UsePoint& point) noexcept {
   if (point.empty()) return;
   each_stream(dev, point, [&](StreamUses& uses) {
     if (needed(uses, point.seq) < uses.done_below) return true;
-    EventRef event = cover(dev, uses, point.seq);
-    const uint64_t at = event ? uses.cover_seq : use_seq_;
+    uint64_t at = use_seq_;
+    EventRef event = cover(dev, uses, point.seq, &at);
     if (event)
       event.synchronize();
     else

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "tests/allocator/swap_fixture.h"
 
@@ -421,6 +422,47 @@ TEST_F(SwapTest, OnceOverTheBudgetRoomIsMadeAhead) {
   for (size_t i = 0; i < buffers.size(); ++i)
     ASSERT_CU(
         check_words(s, buffers[i].first, buffers[i].second, static_cast<uint32_t>(i + 1), counter));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+// Note [Marks behind the host]: with the host far ahead of the device, a
+// victim whose last use ran long before is copied out as soon as the
+// device passes that use, not once it catches up with the host, so the
+// buffer that takes its pages, queued behind the host's work, does not
+// stall for the copy.
+TEST_F(SwapTest, AnOldVictimsCopyDoesNotWaitForTheHostsLead) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream s = make_stream();
+  constexpr uint64_t k16MiB = 16 * kMiB;
+  CUdeviceptr x = swap_alloc(k32MiB), a = swap_alloc(k16MiB), b = swap_alloc(k16MiB);
+  ASSERT_CU(fill_words(s, x, k32MiB, 1));
+  ASSERT_CU(fill_words(s, a, k16MiB, 2));
+  ASSERT_CU(fill_words(s, b, k16MiB, 3));
+  CUdeviceptr y = swap_alloc(k16MiB);  // no room: x, the least recently used, goes
+  ASSERT_NE(allocator->residency(x), Residency::resident);
+  ASSERT_CU(fill_words(s, y, k16MiB, 4));
+  ASSERT_CU(fill_words(s, a, k16MiB, 2));  // after the event x's copy was ordered by
+  ASSERT_CU(fill_words(s, b, k16MiB, 5));
+  ASSERT_CU(cuCtxSynchronize());
+  const uint64_t stalled = stats().stall_ns;  // y's fill waited for x's copy
+  // 20 virtual ms of work the host queues at once: a's last use is far behind.
+  for (int i = 0; i < 200; ++i)
+    ASSERT_CU(use(s, {y}, [&] { return simcuda::testkit::launch_spin(k, s, 0, 100000); }));
+  CUdeviceptr z = swap_alloc(k32MiB);  // takes x's pages and a's: a goes
+  EXPECT_NE(allocator->residency(a), Residency::resident);
+  ASSERT_CU(fill_words(s, z, k32MiB, 6));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(stats().stall_ns, stalled) << "z's first use waited for a's copy out";
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
+  for (auto [p, bytes, seed] : {std::tuple{x, k32MiB, 1u},
+                                {a, k16MiB, 2u},
+                                {b, k16MiB, 5u},
+                                {y, k16MiB, 4u},
+                                {z, k32MiB, 6u}})
+    ASSERT_CU(check_words(s, p, bytes, seed, counter));
   ASSERT_CU(cuCtxSynchronize());
   EXPECT_EQ(read_counter(counter), 0u);
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
