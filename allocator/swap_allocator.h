@@ -269,10 +269,9 @@ class Allocator {
   // allocator/use_points.cpp (Note [Lazy use events])
   // The stream's entry on `dev`, added on first sight; null when it cannot be.
   StreamUses* stream_uses(Device& dev, CUstream stream) noexcept;
-  // An event on `uses.stream` after its uses numbered up to `seq`; empty
-  // when none can be recorded.
-  // The earliest event known to follow `uses`' work up to `seq`, recorded
-  // now if none is kept; `at` is the count it was recorded at.
+  // An event on `uses.stream` after its uses numbered up to `seq`: the
+  // earliest one kept (Note [Marks behind the host]), or one recorded now;
+  // empty when none can be. `at` is the count it was recorded at.
   EventRef cover(Device& dev, StreamUses& uses, uint64_t seq, uint64_t* at = nullptr) noexcept;
   // Records a mark on `uses`' stream (Note [Marks behind the host]).
   void mark(Device& dev, StreamUses& uses) noexcept;
