@@ -99,7 +99,7 @@ CUresult submit_copy(CUstream hStream, DefaultStream ds, bool sync, Direction di
   add_tracked(*op, st.dst, dst_bytes, SIMCUDA_WRITE);
   CompletionPtr done = nullptr;
   Context* ctx = stream->ctx;
-  enqueue(stream, op);
+  enqueue(lock, stream, op);
   done = op->completion;
   if (!sync) return CUDA_SUCCESS;
   count_host_sync();
@@ -238,7 +238,7 @@ CUresult submit_set(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem
   op->copy_bytes = st.width * height;
   add_tracked(*op, dst, bytes, SIMCUDA_WRITE);
   Context* ctx = stream->ctx;
-  enqueue(stream, op);
+  enqueue(lock, stream, op);
   if (!sync) return CUDA_SUCCESS;
   count_host_sync();
   host_wait(lock, op->completion);

@@ -96,7 +96,7 @@ CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
   for (int i = 0; i < 3; ++i)
     if (grid[i] == 0 || block[i] == 0) return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<uint64_t>(block[0]) * block[1] * block[2] > 1024) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(state().mu);
+  std::unique_lock lock(state().mu);
   const Kernel* kernel = nullptr;
   if (CUresult r = resolve_function(f, kernel); r != CUDA_SUCCESS) return r;
   Stream* stream = nullptr;
@@ -109,7 +109,7 @@ CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
   std::copy(block, block + 3, op->block);
   op->shared_mem_bytes = shared_mem_bytes;
   if (CUresult r = copy_arguments(*kernel, params, extra, *op); r != CUDA_SUCCESS) return r;
-  enqueue(stream, std::move(op));
+  enqueue(lock, stream, std::move(op));
   return CUDA_SUCCESS;
 }
 

@@ -99,7 +99,7 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytesize, Pool* pool, CUstream hS
 
 CUresult free_async(CUdeviceptr dptr, CUstream hStream, DefaultStream default_stream) {
   State& s = state();
-  std::lock_guard lock(s.mu);
+  std::unique_lock lock(s.mu);
   Stream* stream = nullptr;
   if (CUresult r = resolve_stream(hStream, default_stream, stream); r != CUDA_SUCCESS) return r;
   if (stream->ctx->sticky != CUDA_SUCCESS) return stream->ctx->sticky;
@@ -110,7 +110,7 @@ CUresult free_async(CUdeviceptr dptr, CUstream hStream, DefaultStream default_st
   op->kind = OpKind::free_async;
   op->region = region;
   op->ranges.push_back({region->base, region->base + region->size, SIMCUDA_WRITE});
-  enqueue(stream, std::move(op));
+  enqueue(lock, stream, std::move(op));
   return CUDA_SUCCESS;
 }
 

@@ -85,6 +85,7 @@ struct Config {
   HostCosts costs;         // Note [Host costs] (host_costs.h)
   bool host_costs = true;  // false: only launches and unanswered queries cost (the old model)
   bool host_vmm = true;
+  uint64_t queue_depth = 1024;  // Note [A stream's queue is finite]; 0: no limit
   FailRule fail[kMaxFailRules];
   int n_fail = 0;
 };
@@ -259,6 +260,7 @@ struct CUstream_st {
   // enqueue side (guarded by mu)
   simcuda::VectorClock vc;
   simcuda::CompletionPtr last;  // last op enqueued, null when none yet
+  std::deque<simcuda::CompletionPtr> queued;  // its ops the host has not seen end, oldest first
   // worker side
   std::deque<simcuda::OpPtr> queue;
   bool stopping = false;
@@ -410,8 +412,10 @@ void destroy_all_handles();
 enum class DefaultStream : uint8_t { legacy, per_thread };
 CUresult resolve_stream(CUstream handle, DefaultStream default_stream, Stream*& out);
 Stream* create_stream(Context* ctx, unsigned flags, bool legacy, bool per_thread);
-// Enqueues `op` on `stream`: assigns seq, clocks, implicit dependencies.
-void enqueue(Stream* stream, OpPtr op);
+// Enqueues `op` on `stream`: assigns seq, clocks, implicit dependencies;
+// first waits (releasing mu) while the stream's queue is full (Note [A
+// stream's queue is finite]).
+void enqueue(std::unique_lock<std::mutex>& lock, Stream* stream, OpPtr op);
 // Waits (releasing mu) until `completion` is placed; advances the host clock
 // and the host's vector clock.
 void host_wait(std::unique_lock<std::mutex>& lock, const CompletionPtr& completion);

@@ -122,6 +122,12 @@ constexpr conf::OptionSpec<Config> kSpecs[] = {
      [](Config& c, const conf::Pair& p) { return set_latency(c.copy_latency_us, p); }},
     {"host_costs", "a boolean",
      [](Config& c, const conf::Pair& p) { return set_bool(c.host_costs, p); }},
+    {"queue_depth", "a count of operations, 0 for no limit",
+     [](Config& c, const conf::Pair& p) {
+       auto n = conf::parse_uint(p.value);
+       if (n) c.queue_depth = *n;
+       return n.has_value();
+     }},
     {"host_vmm", "a boolean",
      [](Config& c, const conf::Pair& p) { return set_bool(c.host_vmm, p); }},
     {"fail", "rules like cuMemAlloc_v2@3, cuMemMap@2+ or [cuMemCreate@1=2,...]", set_fail},

@@ -82,6 +82,7 @@ TEST_F(Misc, ConfigurationErrorsAreRefused) {
   EXPECT_EQ(simcuda_reset("fail:cuMemAlloc@0"), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(simcuda_reset("fail:cu-Mem@1"), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(simcuda_reset("colour:blue"), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(simcuda_reset("queue_depth:deep"), CUDA_ERROR_INVALID_VALUE);
   ASSERT_CU(simcuda_reset("devices:3,memory:[0:1GiB,2:2GiB],h2d_gbps:25.5,host_vmm:off"));
   ASSERT_CU(cuInit(0));
   size_t total = 0;

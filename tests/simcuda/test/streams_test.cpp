@@ -163,6 +163,51 @@ TEST_F(Streams, QueriesAnswerByTheHostClock) {
   EXPECT_EQ(mismatches(p, 4096, 7), 0u);
 }
 
+// Note [A stream's queue is finite]: the launch after `queue_depth`
+// unfinished operations on one stream waits for the oldest to end; another
+// stream has a queue of its own, and 0 lifts the limit.
+TEST_F(Streams, AFullQueueHoldsTheHostBack) {
+  start("queue_depth:8,host_costs:false");
+  CUstream s = make_stream(), other = make_stream();
+  for (int i = 0; i < 8; ++i)
+    ASSERT_CU(launch_spin(k, s, 0, 1'000'000));
+  const uint64_t queued = simcuda_host_clock_ns();
+  EXPECT_LT(queued, 1'000'000u) << "eight fit without a wait";
+  EXPECT_EQ(stats().host_wait_ns, 0u);
+  ASSERT_CU(launch_spin(k, other, 0, 1'000'000));
+  EXPECT_LT(simcuda_host_clock_ns(), 1'000'000u) << "another stream's queue is not full";
+  ASSERT_CU(launch_spin(k, s, 0, 1'000'000));
+  EXPECT_GE(simcuda_host_clock_ns(), 1'000'000u) << "the ninth waited for the first to end";
+  EXPECT_LT(simcuda_host_clock_ns(), 2'000'000u) << "and no longer";
+  EXPECT_GT(stats().host_wait_ns, 0u);
+  ASSERT_CU(launch_spin(k, s, 0, 1'000'000));
+  EXPECT_GE(simcuda_host_clock_ns(), 2'000'000u) << "the tenth, for the second";
+  ASSERT_CU(cuCtxSynchronize());
+}
+
+TEST_F(Streams, QueueDepthZeroHasNoLimit) {
+  start("queue_depth:0,host_costs:false");
+  CUstream s = make_stream();
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_CU(launch_spin(k, s, 0, 100'000'000));
+  EXPECT_LT(simcuda_host_clock_ns(), 100'000'000u) << "only the launches' own cost";
+  EXPECT_EQ(stats().host_wait_ns, 0u);
+  ASSERT_CU(cuCtxSynchronize());
+}
+
+TEST_F(Streams, TheDefaultQueueHoldsAThousandAndTwentyFour) {
+  start("host_costs:false");
+  CUstream s = make_stream();
+  // Kernels longer than the launches of all of them, so none has ended.
+  for (int i = 0; i < 1024; ++i)
+    ASSERT_CU(launch_spin(k, s, 0, 100'000'000));
+  EXPECT_LT(simcuda_host_clock_ns(), 100'000'000u);
+  EXPECT_EQ(stats().host_wait_ns, 0u);
+  ASSERT_CU(launch_spin(k, s, 0, 100'000'000));
+  EXPECT_GE(simcuda_host_clock_ns(), 100'000'000u) << "the 1025th waited for the first";
+  ASSERT_CU(cuCtxSynchronize());
+}
+
 TEST_F(Streams, EventErrors) {
   start();
   CUevent never = make_event(), untimed = make_event(CU_EVENT_DISABLE_TIMING), timed = make_event();
