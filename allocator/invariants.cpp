@@ -160,6 +160,38 @@ void check_arena(Findings& f, const Device& dev, const std::map<uintptr_t, Block
            dev.free_mapped_bytes, mapped_bytes);
 }
 
+// The small pool's free pieces: inside one slab, apart from each other and
+// from the buffers, not next to each other in a slab (they join), listed by
+// size as by base (Note [The small pool]).
+void check_small_pool(Findings& f, const Device& dev,
+                      const std::map<uintptr_t, Block*>& blocks) {
+  uint64_t end_of_previous = 0;
+  uintptr_t previous_slab = 0;
+  for (const auto& [base, piece] : dev.small_free) {
+    const std::string name = fmt::format("free small piece {:#x} ({} bytes)", base, piece.bytes);
+    f.hold(piece.pending);
+    if (base < end_of_previous) f.fail("{}: overlaps the piece before it", name);
+    auto slab = dev.slabs.upper_bound(base);
+    const bool in_slab = slab != dev.slabs.begin() &&
+                         base + piece.bytes <= std::prev(slab)->first + std::prev(slab)->second;
+    if (!in_slab) f.fail("{}: not inside one slab", name);
+    if (in_slab && base == end_of_previous && std::prev(slab)->first == previous_slab)
+      f.fail("{}: not joined with the piece before it", name);
+    if (!dev.small_by_size.count({piece.bytes, base})) f.fail("{}: not listed by size", name);
+    auto owner = blocks.upper_bound(base + piece.bytes - 1);
+    if (owner != blocks.begin()) {
+      const Block& block = *std::prev(owner)->second;
+      if (block.base + block.range_bytes > base)
+        f.fail("{}: overlaps buffer {:#x}", name, block.base);
+    }
+    end_of_previous = base + piece.bytes;
+    previous_slab = in_slab ? std::prev(slab)->first : 0;
+  }
+  if (dev.small_by_size.size() != dev.small_free.size())
+    f.fail("device {}: {} free small pieces listed by size, {} by base", dev.ordinal,
+           dev.small_by_size.size(), dev.small_free.size());
+}
+
 // A device's pages against device_bytes and the budget, its used bytes,
 // and the events and host copies its lists hold.
 void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Block*>& blocks) {
@@ -186,9 +218,7 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
   uint64_t slab_bytes = 0;
   for (const auto& [base, bytes] : dev.slabs)
     slab_bytes += bytes;
-  for (const auto& slots : dev.small_free)
-    for (const SmallFree& slot : slots)
-      f.hold(slot.pending);
+  check_small_pool(f, dev, blocks);
   for (const HostRelease& release : dev.host_releases) {
     f.hold(release.after);
     f.host_bytes += release.stash_bytes + (release.host.handle ? release.host.size_bytes : 0);

@@ -63,12 +63,7 @@ void Allocator::release_block(Block* block, CUstream stream, bool ordered) noexc
     wait.reset();
   }
   if (block->small) {
-    try {
-      dev.small_free[static_cast<size_t>(std::countr_zero(block->range_bytes))].push_back(
-          {block->base, std::move(after), std::move(pending), stream, ordered});
-    } catch (...) {
-      // The slot is lost; the memory stays mapped.
-    }
+    free_small(dev, block->base, {block->range_bytes, std::move(after), std::move(pending)});
     return;
   }
   if (block->residency == Residency::evicted) {

@@ -64,8 +64,7 @@ CUresult Allocator::device(int ordinal, Device*& out) noexcept {
   }
 }
 
-CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_ordered,
-                             CUdeviceptr* out) noexcept {
+CUresult Allocator::allocate(uint64_t size_bytes, CUdeviceptr* out) noexcept {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (size_bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   std::unique_lock lock(mu_);
@@ -78,7 +77,7 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUstream stream, bool stream_o
   Block* block = nullptr;
   CUresult r = size_bytes >= settings_.swap_min_bytes
                    ? allocate_large(*dev, size_bytes, &lock, block)
-                   : allocate_small(*dev, size_bytes, stream, stream_ordered, &lock, block);
+                   : allocate_small(*dev, size_bytes, &lock, block);
   if (r != CUDA_SUCCESS) {
     ++stats_.out_of_memory;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -169,70 +168,6 @@ CUresult Allocator::allocate_on_host(Device& dev, Block& block) noexcept {
   log::emit(log::LogLevel::info,
             "a buffer of {} bytes is more than device {}'s budget: it lives in host memory",
             block.size_bytes, dev.ordinal);
-  return CUDA_SUCCESS;
-}
-
-CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, CUstream stream, bool ordered,
-                                   MayWait may_wait, Block*& out) noexcept {
-  const uint64_t class_bytes = std::max<uint64_t>(512, std::bit_ceil(size_bytes));
-  const auto cls = static_cast<size_t>(std::countr_zero(class_bytes));
-  if (cls >= kSmallClasses) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto& free_list = dev.small_free[cls];
-  if (free_list.empty()) {
-    // A new slab: whole pages cut into buffers of this class.
-    const uint64_t slab_bytes = round_up(class_bytes, dev.granularity);
-    TakenPages pages(*this, dev);  // the slots' first uses wait for what they owe
-    CUresult r = take_pages(dev, static_cast<size_t>(slab_bytes / dev.granularity), pages, {},
-                            may_wait, /*may_evict=*/true);
-    if (r != CUDA_SUCCESS) return r;
-    MappedRange range(calls_, dev);
-    if ((r = range.reserve(slab_bytes)) != CUDA_SUCCESS ||
-        (r = range.map(pages.pages())) != CUDA_SUCCESS) {
-      range.undo();
-      return r;  // the pages go back as `pages` leaves
-    }
-    const uintptr_t base = range.commit();
-    (void)pages.keep();  // the slab's for good
-    const PagesAfter& after = pages.after();
-    try {
-      dev.slabs.emplace_back(base, slab_bytes);
-    } catch (...) {
-      dev.lost_device_bytes += slab_bytes;  // the slab stays mapped, unused
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    try {
-      free_list.reserve(free_list.size() + slab_bytes / class_bytes);
-    } catch (...) {
-      return CUDA_ERROR_OUT_OF_MEMORY;  // the slab stays mapped, unused
-    }
-    // Slab pages are the slab's for good: they leave the page accounting
-    // of evictable memory but stay in device_bytes.
-    for (uint64_t offset = slab_bytes; offset >= class_bytes; offset -= class_bytes)
-      free_list.push_back({base + offset - class_bytes, after.uses, after.donor, nullptr, false});
-  }
-  auto block = std::make_unique<Block>();
-  // The same stream's stream-ordered free needs no wait; prefer it.
-  size_t pick = free_list.size() - 1;
-  if (ordered) {
-    for (size_t i = free_list.size(); i-- > 0;) {
-      if (free_list[i].stream_ordered && free_list[i].stream == stream) {
-        pick = i;
-        break;
-      }
-    }
-  }
-  SmallFree slot = std::move(free_list[pick]);
-  if (pick + 1 != free_list.size()) free_list[pick] = std::move(free_list.back());
-  free_list.pop_back();
-  block->base = slot.address;
-  block->size_bytes = size_bytes;
-  block->range_bytes = class_bytes;
-  block->device = dev.ordinal;
-  block->small = true;
-  block->before = slot.after;
-  block->waits.events[0] = std::move(slot.pending);
-  ++stats_.allocations_small;
-  out = block.release();
   return CUDA_SUCCESS;
 }
 

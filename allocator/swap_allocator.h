@@ -87,6 +87,7 @@ struct UsePoint;    // allocator/swap_internal.h
 struct StreamUses;  // allocator/swap_internal.h
 struct PagesAfter;  // allocator/swap_internal.h
 struct Retiring;    // allocator/swap_internal.h
+struct SmallPiece;  // allocator/swap_internal.h
 
 // What the allocator needs to know, from CUSWAP_CONF.
 struct AllocatorSettings {
@@ -113,11 +114,10 @@ class Allocator {
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
-  // Allocates `size_bytes` on the current context's device. `stream` is the
-  // stream of a stream-ordered allocation, or nullptr for a synchronous one.
-  // Evicts cold buffers when the budget would be exceeded.
-  [[nodiscard]] CUresult allocate(uint64_t size_bytes, CUstream stream, bool stream_ordered,
-                                  CUdeviceptr* out) noexcept;
+  // Allocates `size_bytes` on the current context's device. Evicts cold
+  // buffers when the budget would be exceeded. Whether the allocation is
+  // stream-ordered matters at the free, which says where its uses end.
+  [[nodiscard]] CUresult allocate(uint64_t size_bytes, CUdeviceptr* out) noexcept;
   // Whether `address` is the base of a buffer this allocator handed out.
   bool owns(uintptr_t base) noexcept;
   // Frees a buffer this allocator handed out (owns() was true).
@@ -215,8 +215,12 @@ class Allocator {
   [[nodiscard]] CUresult allocate_large(Device& dev, uint64_t size_bytes, MayWait may_wait,
                                         Block*& out) noexcept;
   [[nodiscard]] CUresult allocate_on_host(Device& dev, Block& block) noexcept;
-  [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, CUstream stream,
-                                        bool ordered, MayWait may_wait, Block*& out) noexcept;
+  // allocator/small_pool.cpp (Note [The small pool])
+  [[nodiscard]] CUresult allocate_small(Device& dev, uint64_t size_bytes, MayWait may_wait,
+                                        Block*& out) noexcept;
+  [[nodiscard]] CUresult add_slab(Device& dev, uint64_t bytes, MayWait may_wait) noexcept;
+  // A free piece back to the small pool, joined with its free neighbours.
+  void free_small(Device& dev, uintptr_t base, SmallPiece piece) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
   void release_donor(Device& dev, Block& block, UsePoint after) noexcept;
   void prefetch_ahead(Device& dev) noexcept;

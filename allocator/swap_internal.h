@@ -267,12 +267,11 @@ class Allocator::TakenPages {
   PagesAfter after_;
 };
 
-struct SmallFree {
-  uintptr_t address = 0;
-  UsePoint after;
-  EventRef pending;
-  CUstream stream = nullptr;
-  bool stream_ordered = false;
+// A free piece of a slab (Note [The small pool]).
+struct SmallPiece {
+  uint64_t bytes = 0;
+  UsePoint after;   // its last owners' uses
+  EventRef pending; // a copy its pages still owe
 };
 
 // A host copy to give back once the prefetch copy reading it is done.
@@ -283,7 +282,7 @@ struct HostRelease {
   EventRef after;
 };
 
-inline constexpr size_t kSmallClasses = 48;  // size class i holds 2^i bytes
+inline constexpr uint64_t kSmallGranule = 512;  // Note [The small pool]
 
 struct Allocator::Device {
   EventPool events;  // first: destroyed last
@@ -315,7 +314,10 @@ struct Allocator::Device {
   std::array<std::set<std::pair<uint64_t, uintptr_t>>, 2> free_by_size;  // [mapped]
   uint64_t free_mapped_bytes = 0;
   std::vector<Retiring> retiring;
-  std::array<std::vector<SmallFree>, kSmallClasses> small_free;
+  // The small pool (Note [The small pool]): free pieces of slabs by base
+  // and by (size, base).
+  std::map<uintptr_t, SmallPiece> small_free;
+  std::set<std::pair<uint64_t, uintptr_t>> small_by_size;
   std::vector<HostCopy> host_cache;  // host copies kept for reuse
   std::vector<HostRelease> host_releases;
   std::vector<StreamUses> streams;          // Note [Lazy use events]
@@ -329,7 +331,7 @@ struct Allocator::Device {
   bool planned = false;     // a plan moves buffers here: it fetches them back, not the watch
   bool overflowed = false;  // something was evicted for room (Note [Evicting ahead])
   uint64_t used_peak = 0, used_low = 0;
-  std::vector<std::pair<uintptr_t, uint64_t>> slabs;  // ranges, never released
+  std::map<uintptr_t, uint64_t> slabs;  // ranges by base, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device
   // pages still counted in device_bytes, host copies still in host_bytes.
   uint64_t lost_device_bytes = 0;

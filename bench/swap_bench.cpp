@@ -44,11 +44,11 @@ void AllocFreeCached(benchmark::State& state) {
   if (!s.allocator) return state.SkipWithError("no simcuda");
   const auto bytes = static_cast<uint64_t>(state.range(0));
   CUdeviceptr p = 0;
-  if (s.allocator->allocate(bytes, nullptr, false, &p) != CUDA_SUCCESS ||
+  if (s.allocator->allocate(bytes, &p) != CUDA_SUCCESS ||
       s.allocator->free(p, nullptr, false) != CUDA_SUCCESS)
     return state.SkipWithError("allocation failed");
   for (auto _ : state) {
-    (void)s.allocator->allocate(bytes, nullptr, false, &p);
+    (void)s.allocator->allocate(bytes, &p);
     benchmark::DoNotOptimize(p);
     (void)s.allocator->free(p, nullptr, false);
   }
@@ -70,7 +70,7 @@ void Oversubscription(benchmark::State& state) {
       s.allocator->finish(nullptr, u, call());
     };
     for (size_t i = 0; i < buffers.size(); ++i) {
-      (void)s.allocator->allocate(32 * kMiB, nullptr, false, &buffers[i]);
+      (void)s.allocator->allocate(32 * kMiB, &buffers[i]);
       use({buffers[i]}, [&] {
         return simcuda::testkit::launch_fill(s.kernels, nullptr, buffers[i], 32 * kMiB, i, 1000000);
       });

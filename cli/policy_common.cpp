@@ -64,7 +64,7 @@ void add_policy_options(CLI::App* sub, PolicyArgs& args) {
   sub->add_flag("--partial", args.partial, "Read a .cst trace whose recording never finished");
   sub->add_option("--swap-min", args.swap_min,
                   "Plan and simulate at the sizes the swapping allocator charges: whole 2 MiB "
-                  "pages for a buffer of at least SIZE, a slab slot that never moves below it "
+                  "pages for a buffer of at least SIZE, 512-byte units of a slab that never moves below it "
                   "(give the shim's swap_min, 1MiB unless configured, for a plan it follows)");
   add_max_input_option(sub, args.max_input);
 }

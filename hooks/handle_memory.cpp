@@ -22,7 +22,7 @@ CUresult handle_cuMemAlloc(Entry& entry, Real_cuMemAlloc_v2 real, CUdeviceptr* d
                            size_t bytesize) noexcept {
   Runtime& rt = *entry.active();
   CUresult r =
-      rt.allocator ? rt.allocator->allocate(bytesize, nullptr, false, dptr) : real(dptr, bytesize);
+      rt.allocator ? rt.allocator->allocate(bytesize, dptr) : real(dptr, bytesize);
   if (r == CUDA_SUCCESS) note_alloc(rt, *dptr, bytesize, 0, AllocKind::linear);
   return r;
 }
@@ -39,7 +39,7 @@ CUresult handle_cuMemAllocPitch(Entry& entry, Real_cuMemAllocPitch_v2 real, CUde
         (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
       return CUDA_ERROR_INVALID_VALUE;
     const size_t pitch = (WidthInBytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
-    r = rt.allocator->allocate(pitch * Height, nullptr, false, dptr);
+    r = rt.allocator->allocate(pitch * Height, dptr);
     if (r == CUDA_SUCCESS) *pPitch = pitch;
   } else {
     r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
@@ -52,7 +52,7 @@ CUresult handle_cuMemAllocAsync(Entry& entry, Real_cuMemAllocAsync real, CUdevic
                                 size_t bytesize, CUstream hStream) noexcept {
   Runtime& rt = *entry.active();
   CUresult r = rt.allocator
-                   ? rt.allocator->allocate(bytesize, entry.stream_handle(hStream), true, dptr)
+                   ? rt.allocator->allocate(bytesize, dptr)
                    : real(dptr, bytesize, hStream);
   if (r == CUDA_SUCCESS)
     note_alloc(rt, *dptr, bytesize, entry.stream_value(hStream), AllocKind::async);
@@ -66,7 +66,7 @@ CUresult handle_cuMemAllocFromPoolAsync(Entry& entry, Real_cuMemAllocFromPoolAsy
                                         CUstream hStream) noexcept {
   Runtime& rt = *entry.active();
   CUresult r = rt.allocator
-                   ? rt.allocator->allocate(bytesize, entry.stream_handle(hStream), true, dptr)
+                   ? rt.allocator->allocate(bytesize, dptr)
                    : real(dptr, bytesize, pool, hStream);
   if (r == CUDA_SUCCESS)
     note_alloc(rt, *dptr, bytesize, entry.stream_value(hStream), AllocKind::pool_async);

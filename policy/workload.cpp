@@ -282,12 +282,8 @@ bool build_workload(const trace::Trace& trace, const WorkloadOptions& options, W
 }
 
 uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes) {
-  if (size_bytes >= swap_min_bytes)
-    return (size_bytes + kRuntimePageBytes - 1) / kRuntimePageBytes * kRuntimePageBytes;
-  uint64_t slot = 512;
-  while (slot < size_bytes)
-    slot <<= 1;
-  return slot;
+  const uint64_t unit = size_bytes >= swap_min_bytes ? kRuntimePageBytes : kRuntimeSmallBytes;
+  return (std::max<uint64_t>(size_bytes, 1) + unit - 1) / unit * unit;
 }
 
 Workload with_charged_sizes(const Workload& workload, uint64_t swap_min_bytes) {

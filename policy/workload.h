@@ -48,7 +48,7 @@ struct WorkTensor {
   uint32_t ordinal = 0;              // allocation ordinal among the window's tensors of the
                                      // same kind (resident at start, or allocated in it)
   uint32_t producer = trace::kNoOp;  // window op that produced it, where known
-  bool slab = false;  // charged as a slab slot (Note [Charged sizes]): it never moves
+  bool slab = false;  // charged as a piece of a slab (Note [Charged sizes]): it never moves
   bool resident_at_start() const { return alloc_op == kResidentAtStart; }
 };
 
@@ -95,13 +95,15 @@ std::vector<uint64_t> live_bytes_per_op(const Workload& workload,
 // Note [Charged sizes]
 // The swapping allocator does not hand out bytes but pages: a buffer of at
 // least swap_min bytes gets its own range of whole pages (kRuntimePageBytes),
-// a smaller one a power-of-two slot (at least 512 bytes) in a slab of pages.
+// a smaller one a piece of a slab in units of kRuntimeSmallBytes (Note [The
+// small pool] in allocator/small_pool.cpp).
 // A plan meant for the allocator is made with each tensor at what the budget
 // is charged for it, or it overshoots the budget by the rounding and the
 // allocator evicts by LRU what the plan kept. Only sizes change, and
 // tensors that take slab slots are marked `slab` (Note [Pinned small
 // tensors] in policy/simulator.cpp).
 inline constexpr uint64_t kRuntimePageBytes = uint64_t{2} << 20;
+inline constexpr uint64_t kRuntimeSmallBytes = 512;
 uint64_t charged_bytes(uint64_t size_bytes, uint64_t swap_min_bytes);
 Workload with_charged_sizes(const Workload& workload, uint64_t swap_min_bytes);
 // Whether the allocator keeps `tensor` in a slab, where it never moves: it

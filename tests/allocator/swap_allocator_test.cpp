@@ -157,16 +157,16 @@ INSTANTIATE_TEST_SUITE_P(Modes, Oversubscription, ::testing::Bool(), [](const au
 TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
   start_swap("memory:256MiB", budget(256 * kMiB));
   CUstream s1 = make_stream(), s2 = make_stream();
-  CUdeviceptr a = swap_alloc(k32MiB, s1, true);
+  CUdeviceptr a = swap_alloc(k32MiB);
   ASSERT_CU(fill(s1, a, k32MiB, 7));
   ASSERT_CU(swap_free(a, s1, true));
   // The same stream takes it back as it is.
-  CUdeviceptr b = swap_alloc(k32MiB, s1, true);
+  CUdeviceptr b = swap_alloc(k32MiB);
   EXPECT_EQ(b, a);
   ASSERT_CU(fill(s1, b, k32MiB, 8));
   ASSERT_CU(swap_free(b, s1, true));
   // Another stream gets it too, ordered after s1's work by the free's event.
-  CUdeviceptr c = swap_alloc(k32MiB, s2, true);
+  CUdeviceptr c = swap_alloc(k32MiB);
   EXPECT_EQ(c, a);
   ASSERT_CU(fill(s2, c, k32MiB, 9));
   ASSERT_CU(cuCtxSynchronize());
@@ -174,14 +174,46 @@ TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
   EXPECT_EQ(allocator->stats().reused_ranges, 2u);
   EXPECT_EQ(mismatches(c, k32MiB, 9), 0u);
   // Small buffers follow the same rule.
-  CUdeviceptr small = swap_alloc(4096, s1, true);
+  CUdeviceptr small = swap_alloc(4096);
   ASSERT_CU(fill(s1, small, 4096, 3));
   ASSERT_CU(swap_free(small, s1, true));
-  CUdeviceptr small2 = swap_alloc(4096, s2, true);
+  CUdeviceptr small2 = swap_alloc(4096);
   EXPECT_EQ(small2, small);
   ASSERT_CU(fill(s2, small2, 4096, 4));
   ASSERT_CU(cuCtxSynchronize());
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+// Note [The small pool]: small buffers of every size share one slab, cut in
+// 512-byte units, and freed neighbours join for a bigger one, all without a
+// driver call; slabs of one size class each mapped a page per size.
+TEST_F(SwapTest, SmallBuffersOfEverySizeShareASlab) {
+  start_swap("memory:256MiB", budget(256 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr a = swap_alloc(4096);
+  const uint64_t vmm_before = stats().vmm_calls;
+  CUdeviceptr b = swap_alloc(4096);
+  std::vector<CUdeviceptr> others;
+  for (uint64_t bytes : {600u, 3000u, 70'000u, 300'000u, 513u})
+    others.push_back(swap_alloc(bytes));
+  EXPECT_EQ(stats().vmm_calls, vmm_before) << "one slab for every size";
+  EXPECT_EQ(b, a + 4096);
+  EXPECT_EQ(others.back() % 256, 0u) << "aligned as the driver's allocations";
+  ASSERT_CU(fill(s, a, 4096, 1));
+  ASSERT_CU(fill(s, b, 4096, 2));
+  ASSERT_CU(fill(s, others[3], 300'000, 3));
+  ASSERT_CU(swap_free(a, s, true));
+  ASSERT_CU(swap_free(b, s, true));
+  // Joined: both together hold a buffer of both sizes, where they were.
+  CUdeviceptr joined = swap_alloc(8192);
+  EXPECT_EQ(joined, a);
+  ASSERT_CU(fill(s, joined, 8192, 4));
+  EXPECT_EQ(stats().vmm_calls, vmm_before);
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(mismatches(joined, 8192, 4), 0u);
+  EXPECT_EQ(mismatches(others[3], 300'000, 3), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+  EXPECT_EQ(allocator->stats().allocations_small, 8u);
 }
 
 // Note [The address arena]: a freed range is split for smaller buffers and
@@ -189,19 +221,19 @@ TEST_F(SwapTest, StreamOrderedFreeIsReusedInOrder) {
 TEST_F(SwapTest, FreedRangesSplitAndJoinWithoutDriverCalls) {
   start_swap("memory:256MiB", budget(256 * kMiB));
   CUstream s1 = make_stream();
-  CUdeviceptr a = swap_alloc(k32MiB, s1, true);
+  CUdeviceptr a = swap_alloc(k32MiB);
   ASSERT_CU(fill(s1, a, k32MiB, 1));
   ASSERT_CU(swap_free(a, s1, true));
   const uint64_t vmm_before = stats().vmm_calls;
-  CUdeviceptr b = swap_alloc(k32MiB / 2, s1, true);
-  CUdeviceptr c = swap_alloc(k32MiB / 2, s1, true);
+  CUdeviceptr b = swap_alloc(k32MiB / 2);
+  CUdeviceptr c = swap_alloc(k32MiB / 2);
   EXPECT_EQ(std::min(b, c), a);
   EXPECT_EQ(std::max(b, c), a + k32MiB / 2);
   ASSERT_CU(fill(s1, b, k32MiB / 2, 2));
   ASSERT_CU(fill(s1, c, k32MiB / 2, 3));
   ASSERT_CU(swap_free(b, s1, true));
   ASSERT_CU(swap_free(c, s1, true));
-  CUdeviceptr d = swap_alloc(k32MiB, s1, true);
+  CUdeviceptr d = swap_alloc(k32MiB);
   EXPECT_EQ(d, a) << "the two halves joined";
   ASSERT_CU(fill(s1, d, k32MiB, 4));
   ASSERT_CU(cuCtxSynchronize());
@@ -221,7 +253,7 @@ TEST_F(SwapTest, DriverCallsAreCountedByKind) {
   };
   const uint64_t driver_before = stats().vmm_calls;
   CUstream s1 = make_stream();
-  CUdeviceptr a = swap_alloc(k32MiB, s1, true);
+  CUdeviceptr a = swap_alloc(k32MiB);
   cuswap::SwapStats swap = allocator->stats();
   EXPECT_EQ(swap.vmm_creates, 16u) << "a page at a time";
   EXPECT_EQ(swap.vmm_reserves, 1u);
@@ -231,7 +263,7 @@ TEST_F(SwapTest, DriverCallsAreCountedByKind) {
   ASSERT_CU(fill(s1, a, k32MiB, 7));
   ASSERT_CU(swap_free(a, s1, true));
   const uint64_t before_reuse = vmm(allocator->stats());
-  EXPECT_EQ(swap_alloc(k32MiB, s1, true), a);
+  EXPECT_EQ(swap_alloc(k32MiB), a);
   EXPECT_EQ(vmm(allocator->stats()), before_reuse) << "a reused range costs no VMM call";
   EXPECT_EQ(vmm(allocator->stats()), stats().vmm_calls - driver_before);
   ASSERT_CU(cuStreamSynchronize(s1));
@@ -717,7 +749,7 @@ TEST_F(SwapTest, WhatCannotFitIsOutOfMemory) {
   CUdeviceptr first = swap_alloc(k32MiB);
   ASSERT_CU(fill(nullptr, first, k32MiB, 0x11));
   CUdeviceptr p = 0;
-  EXPECT_EQ(allocator->allocate(96 * kMiB, nullptr, false, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(allocator->allocate(96 * kMiB, &p), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(allocator->stats().evictions, 0u);
   EXPECT_EQ(allocator->residency(first), Residency::resident);
   ASSERT_CU(swap_free(first, nullptr, false));

@@ -34,7 +34,7 @@ TEST_P(SwapFaults, BytesSurviveAFailedCall) {
     for (int i = 0; i < 4; ++i) {
       if (round == 0) {
         CUdeviceptr p = 0;
-        CUresult r = allocator->allocate(kBytes, nullptr, false, &p);
+        CUresult r = allocator->allocate(kBytes, &p);
         expect_consistent("an allocation");
         if (r != CUDA_SUCCESS) {
           EXPECT_EQ(p, 0u);

@@ -41,9 +41,9 @@ class SwapTest : public SimTest {
     EXPECT_EQ(broken, "") << "after " << after;
   }
 
-  CUdeviceptr swap_alloc(uint64_t bytes, CUstream stream = nullptr, bool ordered = false) {
+  CUdeviceptr swap_alloc(uint64_t bytes) {
     CUdeviceptr p = 0;
-    EXPECT_CU(allocator->allocate(bytes, stream, ordered, &p));
+    EXPECT_CU(allocator->allocate(bytes, &p));
     expect_consistent("an allocation");
     return p;
   }

@@ -76,7 +76,7 @@ class RuntimeTest : public ::testing::Test {
   // An allocation as handle_memory.cpp makes it under a budget.
   CUdeviceptr allocate(uint64_t bytes) {
     CUdeviceptr p = 0;
-    EXPECT_CU(rt->allocator->allocate(bytes, nullptr, false, &p));
+    EXPECT_CU(rt->allocator->allocate(bytes, &p));
     hooks::note_alloc(*rt, p, bytes, 0, cuswap::trace::AllocKind::linear);
     return p;
   }

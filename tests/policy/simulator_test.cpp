@@ -519,8 +519,11 @@ TEST(Simulator, TensorsBelowSwapMinNeverMove) {
   // which stay put without a swap_min too.
   const Workload charged = with_charged_sizes(w, 2000);
   ASSERT_TRUE(charged.tensors[0].slab);
-  EXPECT_EQ(charged.tensors[0].size_bytes, 1024u);  // a power-of-two slot
-  const SimResult rc = simulate(charged, PlanMode::scheduled, plan, options(1024));
+  EXPECT_EQ(charged.tensors[0].size_bytes % 512, 0u);  // a slab piece, in 512-byte units
+  EXPECT_GE(charged.tensors[0].size_bytes, w.tensors[0].size_bytes);
+  EXPECT_LT(charged.tensors[0].size_bytes, w.tensors[0].size_bytes + 512);
+  const SimResult rc =
+      simulate(charged, PlanMode::scheduled, plan, options(charged.tensors[0].size_bytes));
   EXPECT_EQ(rc.evictions, 0u);
   const SimResult moves = simulate(w, PlanMode::scheduled, plan, options(1000));
   EXPECT_EQ(moves.evictions, 1u);
