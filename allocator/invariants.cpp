@@ -163,8 +163,7 @@ void check_arena(Findings& f, const Device& dev, const std::map<uintptr_t, Block
 // The small pool's free pieces: inside one slab, apart from each other and
 // from the buffers, not next to each other in a slab (they join), listed by
 // size as by base (Note [The small pool]).
-void check_small_pool(Findings& f, const Device& dev,
-                      const std::map<uintptr_t, Block*>& blocks) {
+void check_small_pool(Findings& f, const Device& dev, const std::map<uintptr_t, Block*>& blocks) {
   uint64_t end_of_previous = 0;
   uintptr_t previous_slab = 0;
   for (const auto& [base, piece] : dev.small_free) {

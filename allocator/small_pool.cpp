@@ -107,7 +107,8 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, MayWait may
   SmallPiece piece = std::move(it->second);
   dev.small_by_size.erase(fit);
   dev.small_free.erase(it);
-  if (piece.bytes > bytes) free_small(dev, base + bytes, {piece.bytes - bytes, piece.after, piece.pending});
+  if (piece.bytes > bytes)
+    free_small(dev, base + bytes, {piece.bytes - bytes, piece.after, piece.pending});
   block->base = base;
   block->size_bytes = size_bytes;
   block->range_bytes = bytes;

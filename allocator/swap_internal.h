@@ -270,8 +270,8 @@ class Allocator::TakenPages {
 // A free piece of a slab (Note [The small pool]).
 struct SmallPiece {
   uint64_t bytes = 0;
-  UsePoint after;   // its last owners' uses
-  EventRef pending; // a copy its pages still owe
+  UsePoint after;    // its last owners' uses
+  EventRef pending;  // a copy its pages still owe
 };
 
 // A host copy to give back once the prefetch copy reading it is done.

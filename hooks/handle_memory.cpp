@@ -21,8 +21,7 @@ CUresult handle_cuInit(Entry& entry, Real_cuInit real, unsigned int Flags) noexc
 CUresult handle_cuMemAlloc(Entry& entry, Real_cuMemAlloc_v2 real, CUdeviceptr* dptr,
                            size_t bytesize) noexcept {
   Runtime& rt = *entry.active();
-  CUresult r =
-      rt.allocator ? rt.allocator->allocate(bytesize, dptr) : real(dptr, bytesize);
+  CUresult r = rt.allocator ? rt.allocator->allocate(bytesize, dptr) : real(dptr, bytesize);
   if (r == CUDA_SUCCESS) note_alloc(rt, *dptr, bytesize, 0, AllocKind::linear);
   return r;
 }
@@ -51,9 +50,8 @@ CUresult handle_cuMemAllocPitch(Entry& entry, Real_cuMemAllocPitch_v2 real, CUde
 CUresult handle_cuMemAllocAsync(Entry& entry, Real_cuMemAllocAsync real, CUdeviceptr* dptr,
                                 size_t bytesize, CUstream hStream) noexcept {
   Runtime& rt = *entry.active();
-  CUresult r = rt.allocator
-                   ? rt.allocator->allocate(bytesize, dptr)
-                   : real(dptr, bytesize, hStream);
+  CUresult r =
+      rt.allocator ? rt.allocator->allocate(bytesize, dptr) : real(dptr, bytesize, hStream);
   if (r == CUDA_SUCCESS)
     note_alloc(rt, *dptr, bytesize, entry.stream_value(hStream), AllocKind::async);
   return r;
@@ -65,9 +63,8 @@ CUresult handle_cuMemAllocFromPoolAsync(Entry& entry, Real_cuMemAllocFromPoolAsy
                                         CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                         CUstream hStream) noexcept {
   Runtime& rt = *entry.active();
-  CUresult r = rt.allocator
-                   ? rt.allocator->allocate(bytesize, dptr)
-                   : real(dptr, bytesize, pool, hStream);
+  CUresult r =
+      rt.allocator ? rt.allocator->allocate(bytesize, dptr) : real(dptr, bytesize, pool, hStream);
   if (r == CUDA_SUCCESS)
     note_alloc(rt, *dptr, bytesize, entry.stream_value(hStream), AllocKind::pool_async);
   return r;

@@ -259,7 +259,7 @@ struct CUstream_st {
   bool per_thread = false;  // a thread's per-thread default stream
   // enqueue side (guarded by mu)
   simcuda::VectorClock vc;
-  simcuda::CompletionPtr last;  // last op enqueued, null when none yet
+  simcuda::CompletionPtr last;                // last op enqueued, null when none yet
   std::deque<simcuda::CompletionPtr> queued;  // its ops the host has not seen end, oldest first
   // worker side
   std::deque<simcuda::OpPtr> queue;
