@@ -27,32 +27,54 @@ uintptr_t slab_of(const Allocator::Device& dev, uintptr_t address) {
 
 }  // namespace
 
+// `from` joins `into`: the bytes, and what each owed (Note [Joined events]).
+void Allocator::absorb(Device& dev, SmallPiece& into, SmallPiece&& from) noexcept {
+  into.bytes += from.bytes;
+  into.after.merge(from.after);
+  into.pending = join_events(dev, std::move(into.pending), std::move(from.pending));
+}
+
+// A piece's entry in the size list, moved to its new (size, base): the node
+// is reused, so nothing is allocated.
+void Allocator::relist_small(Device& dev, std::pair<uint64_t, uintptr_t> was,
+                             std::pair<uint64_t, uintptr_t> now) noexcept {
+  auto node = dev.small_by_size.extract(was);
+  node.value() = now;
+  dev.small_by_size.insert(std::move(node));
+}
+
+// Joins reuse a neighbour's entries, and a buffer freed next to the rest of
+// the piece it was cut from joins it, so a repeating workload allocates no
+// list entry on the small pool's alloc and free.
 void Allocator::free_small(Device& dev, uintptr_t base, SmallPiece piece) noexcept {
   const uintptr_t slab = slab_of(dev, base);
   auto next = dev.small_free.lower_bound(base);
-  if (next != dev.small_free.end() && next->first == base + piece.bytes &&
-      slab_of(dev, next->first) == slab) {
-    dev.small_by_size.erase({next->second.bytes, next->first});
-    piece.bytes += next->second.bytes;
-    piece.after.merge(next->second.after);
-    piece.pending = join_events(dev, std::move(piece.pending), std::move(next->second.pending));
-    next = dev.small_free.erase(next);
-  }
-  if (next != dev.small_free.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second.bytes == base && slab_of(dev, prev->first) == slab) {
-      dev.small_by_size.erase({prev->second.bytes, prev->first});
-      prev->second.bytes += piece.bytes;
-      prev->second.after.merge(piece.after);
-      prev->second.pending =
-          join_events(dev, std::move(prev->second.pending), std::move(piece.pending));
-      try {
-        dev.small_by_size.emplace(prev->second.bytes, prev->first);
-      } catch (...) {
-        dev.small_free.erase(prev);  // lost: it stays mapped in its slab, unused
-      }
-      return;
+  const bool join_next = next != dev.small_free.end() && next->first == base + piece.bytes &&
+                         slab_of(dev, next->first) == slab;
+  auto prev = next == dev.small_free.begin() ? dev.small_free.end() : std::prev(next);
+  const bool join_prev = prev != dev.small_free.end() && prev->first + prev->second.bytes == base &&
+                         slab_of(dev, prev->first) == slab;
+  if (join_prev) {
+    const std::pair<uint64_t, uintptr_t> was{prev->second.bytes, prev->first};
+    absorb(dev, prev->second, std::move(piece));
+    if (join_next) {
+      dev.small_by_size.erase({next->second.bytes, next->first});
+      absorb(dev, prev->second, std::move(next->second));
+      dev.small_free.erase(next);
     }
+    relist_small(dev, was, {prev->second.bytes, prev->first});
+    return;
+  }
+  if (join_next) {
+    // The piece takes the next one's entries, keyed at its own base.
+    const std::pair<uint64_t, uintptr_t> was{next->second.bytes, next->first};
+    auto node = dev.small_free.extract(next);
+    absorb(dev, piece, std::move(node.mapped()));
+    node.key() = base;
+    node.mapped() = std::move(piece);
+    relist_small(dev, was, {node.mapped().bytes, base});
+    dev.small_free.insert(std::move(node));
+    return;
   }
   const uint64_t bytes = piece.bytes;
   try {
@@ -103,19 +125,26 @@ CUresult Allocator::allocate_small(Device& dev, uint64_t size_bytes, MayWait may
   }
   auto block = std::make_unique<Block>();
   const uintptr_t base = fit->second;
-  auto it = dev.small_free.find(base);
-  SmallPiece piece = std::move(it->second);
-  dev.small_by_size.erase(fit);
-  dev.small_free.erase(it);
-  if (piece.bytes > bytes)
-    free_small(dev, base + bytes, {piece.bytes - bytes, piece.after, piece.pending});
+  auto node = dev.small_free.extract(base);
+  SmallPiece& piece = node.mapped();
+  block->before = piece.after;
+  if (piece.bytes > bytes) {
+    // The rest keeps the piece's entries, its owners' uses and its copy; its
+    // neighbours are the new buffer and a buffer or a slab's end.
+    block->waits.events[0] = piece.pending;
+    relist_small(dev, *fit, {piece.bytes - bytes, base + bytes});
+    piece.bytes -= bytes;
+    node.key() = base + bytes;
+    dev.small_free.insert(std::move(node));
+  } else {
+    block->waits.events[0] = std::move(piece.pending);
+    dev.small_by_size.erase(fit);
+  }
   block->base = base;
   block->size_bytes = size_bytes;
   block->range_bytes = bytes;
   block->device = dev.ordinal;
   block->small = true;
-  block->before = piece.after;
-  block->waits.events[0] = std::move(piece.pending);
   ++stats_.allocations_small;
   out = block.release();
   return CUDA_SUCCESS;

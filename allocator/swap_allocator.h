@@ -221,6 +221,9 @@ class Allocator {
   [[nodiscard]] CUresult add_slab(Device& dev, uint64_t bytes, MayWait may_wait) noexcept;
   // A free piece back to the small pool, joined with its free neighbours.
   void free_small(Device& dev, uintptr_t base, SmallPiece piece) noexcept;
+  void absorb(Device& dev, SmallPiece& into, SmallPiece&& from) noexcept;
+  void relist_small(Device& dev, std::pair<uint64_t, uintptr_t> was,
+                    std::pair<uint64_t, uintptr_t> now) noexcept;
   void release_block(Block* block, CUstream stream, bool ordered) noexcept;
   void release_donor(Device& dev, Block& block, UsePoint after) noexcept;
   void prefetch_ahead(Device& dev) noexcept;

@@ -282,7 +282,8 @@ struct HostRelease {
   EventRef after;
 };
 
-inline constexpr uint64_t kSmallGranule = 512;  // Note [The small pool]
+// Note [The small pool]; policy/workload.h's kRuntimeSmallBytes charges the same.
+inline constexpr uint64_t kSmallGranule = 512;
 
 struct Allocator::Device {
   EventPool events;  // first: destroyed last

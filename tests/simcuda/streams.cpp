@@ -385,10 +385,7 @@ void wait_for_room(std::unique_lock<std::mutex>& lock, Stream* stream) {
   State& s = state();
   const uint64_t depth = s.config->queue_depth;
   std::deque<CompletionPtr>& queued = stream->queued;
-  if (depth == 0) {
-    queued.clear();
-    return;
-  }
+  if (depth == 0) return;  // nothing is kept in `queued` then
   while (queued.size() >= depth) {
     CompletionPtr oldest = queued.front();
     if (!oldest->done) {

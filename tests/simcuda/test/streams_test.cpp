@@ -185,11 +185,20 @@ TEST_F(Streams, AFullQueueHoldsTheHostBack) {
   ASSERT_CU(cuCtxSynchronize());
 }
 
+// Launches `n` kernels of 100 ms on a new stream, longer than the launches
+// of all of them: none has ended when the last is launched unless the host
+// waited. Returns the stream.
+CUstream launch_long_kernels(const simcuda::testkit::Kernels& k, int n) {
+  CUstream s = nullptr;
+  EXPECT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  for (int i = 0; i < n; ++i)
+    EXPECT_CU(launch_spin(k, s, 0, 100'000'000));
+  return s;
+}
+
 TEST_F(Streams, QueueDepthZeroHasNoLimit) {
   start("queue_depth:0,host_costs:false");
-  CUstream s = make_stream();
-  for (int i = 0; i < 2000; ++i)
-    ASSERT_CU(launch_spin(k, s, 0, 100'000'000));
+  launch_long_kernels(k, 2000);
   EXPECT_LT(simcuda_host_clock_ns(), 100'000'000u) << "only the launches' own cost";
   EXPECT_EQ(stats().host_wait_ns, 0u);
   ASSERT_CU(cuCtxSynchronize());
@@ -197,10 +206,7 @@ TEST_F(Streams, QueueDepthZeroHasNoLimit) {
 
 TEST_F(Streams, TheDefaultQueueHoldsAThousandAndTwentyFour) {
   start("host_costs:false");
-  CUstream s = make_stream();
-  // Kernels longer than the launches of all of them, so none has ended.
-  for (int i = 0; i < 1024; ++i)
-    ASSERT_CU(launch_spin(k, s, 0, 100'000'000));
+  CUstream s = launch_long_kernels(k, 1024);
   EXPECT_LT(simcuda_host_clock_ns(), 100'000'000u);
   EXPECT_EQ(stats().host_wait_ns, 0u);
   ASSERT_CU(launch_spin(k, s, 0, 100'000'000));
