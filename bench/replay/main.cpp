@@ -59,17 +59,21 @@ int parent_main(const ReplayOptions& o) {
   const policy::Bounds bounds = policy::lower_bounds(p.loaded.workload, sim);
   const std::optional<int64_t> ns = median_steady_ns(r), inf_ns = median_steady_ns(inf);
   const bool ok = r.completed && r.integrity_errors == 0 && r.hazards == 0;
-  std::string each;
-  for (int64_t v : r.iteration_ns)
-    each += fmt::format("{}{}", each.empty() ? "" : ", ", v);
+  const auto list = [](const std::vector<int64_t>& values) {
+    std::string out;
+    for (int64_t v : values)
+      out += fmt::format("{}{}", out.empty() ? "" : ", ", v);
+    return out;
+  };
+  const std::string each = list(r.iteration_ns);
   if (o.json) {
     fmt::print(
         "{{\n  \"trace\": {},\n  \"policy\": {},\n  \"completed\": {},\n  \"error\": {},\n"
         "  \"iterations\": {},\n  \"iteration_ns\": {},\n  \"iteration_ns_each\": [{}],\n"
         "  \"virtual_time\": {},\n  \"infinite_memory_ns\": {},\n  \"lower_bound_ns\": {},\n"
         "  \"predicted_ns\": {},\n  \"h2d_bytes\": {},\n  \"d2h_bytes\": {},\n"
-        "  \"stall_ns\": {},\n  \"host_wait_ns\": {},\n  \"vmm_calls\": {},\n  \"host_syncs\": "
-        "{},\n"
+        "  \"stall_ns\": {},\n  \"host_wait_ns\": {},\n  \"vmm_calls\": {},\n"
+        "  \"vmm_calls_each\": [{}],\n  \"host_syncs\": {},\n"
         "  \"cuswap_vmm_calls\": {},\n  \"cuswap_host_waits\": {},\n"
         "  \"alloc_path\": {},\n  \"host_op_us\": {},\n  \"workspaces_added\": {},\n"
         "  \"scratch_tensors\": {},\n"
@@ -81,7 +85,7 @@ int parent_main(const ReplayOptions& o) {
         r.error.empty() ? "null" : cli::json_string(r.error), o.iterations, opt_json(ns), each,
         r.virtual_time ? "true" : "false", opt_json(inf_ns), bounds.problem_ns,
         opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.stall_ns, r.host_wait_ns,
-        r.vmm_calls, r.host_syncs, r.cuswap_stats ? fmt::format("{}", r.cuswap_vmm_calls) : "null",
+        r.vmm_calls, list(r.vmm_calls_each), r.host_syncs, r.cuswap_stats ? fmt::format("{}", r.cuswap_vmm_calls) : "null",
         r.cuswap_stats ? fmt::format("{}", r.cuswap_host_waits) : "null",
         cli::json_string(alloc_path_name(o.alloc_path)), o.host_op_us, p.workspaces_added,
         scratch_tensors(p.loaded.workload), r.integrity_errors, r.hazards, r.peak_device_bytes,
@@ -111,8 +115,10 @@ int parent_main(const ReplayOptions& o) {
     fmt::print("per iteration: {} to the device, {} to the host, {} prefetches on demand\n",
                cli::human_bytes(r.h2d_bytes), cli::human_bytes(r.d2h_bytes),
                r.cuswap_stats ? fmt::format("{}", r.prefetches_on_demand) : "unknown");
-    fmt::print("host: {} VMM calls and {} waits for the device (1 is the iteration's end){}\n",
-               r.vmm_calls, r.host_syncs,
+    fmt::print(
+        "host: {} VMM calls (each iteration: {}) and {} waits for the device (1 is the "
+        "iteration's end){}\n",
+        r.vmm_calls, list(r.vmm_calls_each), r.host_syncs,
                r.cuswap_stats ? fmt::format("; cuswap made {} VMM calls and {} host waits",
                                             r.cuswap_vmm_calls, r.cuswap_host_waits)
                               : "");

@@ -122,6 +122,7 @@ class Replay {
                                .count();
       r_.iteration_ns.push_back(
           d_.simulated() ? static_cast<int64_t>(after.virtual_ns - before.virtual_ns) : wall_ns);
+      r_.vmm_calls_each.push_back(static_cast<int64_t>(after.vmm_calls - before.vmm_calls));
       const char* json = d_.cuswap_stats_json ? d_.cuswap_stats_json() : nullptr;
       for (size_t c = 0; c < kCounters; ++c) {
         last_counters[c] = 0;
@@ -420,21 +421,40 @@ RunResult run_replay(const policy::Workload& workload, const Schedule& schedule,
   return result;
 }
 
+namespace {
+
+// A list as "1,2,3", or "-" when empty (one word on a result line).
+std::string format_list(const std::vector<int64_t>& values) {
+  std::string out;
+  for (int64_t v : values)
+    out += fmt::format("{}{}", out.empty() ? "" : ",", v);
+  return out.empty() ? "-" : out;
+}
+
+std::vector<int64_t> parse_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::istringstream list(text);
+  for (std::string v; std::getline(list, v, ',');)
+    if (v != "-") out.push_back(std::strtoll(v.c_str(), nullptr, 10));
+  return out;
+}
+
+}  // namespace
+
 std::string format_result(const RunResult& r) {
-  std::string ns;
-  for (int64_t v : r.iteration_ns)
-    ns += fmt::format("{}{}", ns.empty() ? "" : ",", v);
   std::string error = r.error;
   std::replace(error.begin(), error.end(), '\n', ' ');
   return fmt::format(
       "completed {}\nvirtual_time {}\niteration_ns {}\nh2d_bytes {}\nd2h_bytes {}\n"
       "integrity_errors {}\nhazards {}\npeak_device_bytes {}\ncuswap {}\ncuswap_stats {}\n"
       "prefetches_on_demand {}\nprefetches {}\nevictions {}\nstall_ns {}\nhost_wait_ns {}\n"
-      "vmm_calls {}\nhost_syncs {}\ncuswap_vmm_calls {}\ncuswap_host_waits {}\nerror {}\n",
-      r.completed ? 1 : 0, r.virtual_time ? 1 : 0, ns.empty() ? "-" : ns, r.h2d_bytes, r.d2h_bytes,
+      "vmm_calls {}\nhost_syncs {}\ncuswap_vmm_calls {}\ncuswap_host_waits {}\n"
+      "vmm_calls_each {}\nerror {}\n",
+      r.completed ? 1 : 0, r.virtual_time ? 1 : 0, format_list(r.iteration_ns), r.h2d_bytes,
+      r.d2h_bytes,
       r.integrity_errors, r.hazards, r.peak_device_bytes, r.cuswap ? 1 : 0, r.cuswap_stats ? 1 : 0,
       r.prefetches_on_demand, r.prefetches, r.evictions, r.stall_ns, r.host_wait_ns, r.vmm_calls,
-      r.host_syncs, r.cuswap_vmm_calls, r.cuswap_host_waits, error);
+      r.host_syncs, r.cuswap_vmm_calls, r.cuswap_host_waits, format_list(r.vmm_calls_each), error);
 }
 
 bool parse_result(const std::string& text, RunResult& r) {
@@ -451,12 +471,11 @@ bool parse_result(const std::string& text, RunResult& r) {
       seen = true;
     } else if (key == "virtual_time")
       r.virtual_time = value == "1";
-    else if (key == "iteration_ns") {
-      r.iteration_ns.clear();
-      std::istringstream list(value);
-      for (std::string v; std::getline(list, v, ',');)
-        if (v != "-") r.iteration_ns.push_back(std::strtoll(v.c_str(), nullptr, 10));
-    } else if (key == "h2d_bytes")
+    else if (key == "iteration_ns")
+      r.iteration_ns = parse_list(value);
+    else if (key == "vmm_calls_each")
+      r.vmm_calls_each = parse_list(value);
+    else if (key == "h2d_bytes")
       r.h2d_bytes = u64();
     else if (key == "d2h_bytes")
       r.d2h_bytes = u64();

@@ -50,6 +50,9 @@ struct RunResult {
   // that made the host wait for the device; cuswap's own count of its VMM
   // calls and host waits (Note [Counted driver calls]), on any driver.
   double vmm_calls = 0, host_syncs = 0;
+  // simcuda's count of VMM calls in each finished iteration, the first
+  // ones too: a steady state shows as a run of zeros, bursts as bursts.
+  std::vector<int64_t> vmm_calls_each;
   double cuswap_vmm_calls = 0, cuswap_host_waits = 0;
 };
 

@@ -84,6 +84,12 @@ case $case in
         >"$out" 2>"$err"; rc=$?
       expect_clean
       [ $policy = none ] || expect_positive h2d_bytes
+      # One count of VMM calls per iteration; with cuswap the first
+      # iteration maps the memory those after it reuse.
+      each=$(grep -o '"vmm_calls_each": \[[^]]*\]' "$out" | sed 's/.*\[//; s/\]//')
+      [ "$(echo "$each" | tr ',' '\n' | grep -c .)" = 4 ] || fail "vmm_calls_each is '$each', expected 4 counts"
+      [ $policy = none ] || [ "${each%%,*}" -gt 0 ] ||
+        fail "vmm_calls_each starts with '${each%%,*}', expected > 0"
     done ;;
   fitted_batch)
     # Traces at batches 2 and 4, replayed at batch 64 of the fitted model
