@@ -20,7 +20,9 @@
 // - Host bytes: stats' host_bytes is the sum of the host copies buffers
 //   hold, those waiting to be given back, and those lost.
 // - Used bytes: each device's used_bytes is the sum of its live buffers'
-//   sizes.
+//   sizes; live_large_bytes the sum of its large ones' ranges, those on the
+//   host from the start aside (Note [A step that fits]); slab_bytes its
+//   slabs'.
 // - Events: each shared event's count of references equals the number of
 //   places that hold it (buffers, free ranges, free small slots, host
 //   copies waiting); pooled events are held by nobody.
@@ -194,11 +196,12 @@ void check_small_pool(Findings& f, const Device& dev, const std::map<uintptr_t, 
 // A device's pages against device_bytes and the budget, its used bytes,
 // and the events and host copies its lists hold.
 void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Block*>& blocks) {
-  uint64_t pages = dev.page_pool.size(), used = 0;
+  uint64_t pages = dev.page_pool.size(), used = 0, large = 0;
   for (const auto& [base, block] : blocks) {
     if (block->device != dev.ordinal) continue;
     pages += block->pages.size();
     used += block->size_bytes;
+    if (!block->small && block->range_bytes <= dev.budget_bytes) large += block->range_bytes;
   }
   check_arena(f, dev, blocks);
   for (const auto& [base, range] : dev.free_ranges) {
@@ -235,6 +238,10 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
            dev.budget_bytes);
   if (used != dev.used_bytes)
     f.fail("device {}: used_bytes {}, its buffers add up to {}", dev.ordinal, dev.used_bytes, used);
+  if (large != dev.live_large_bytes || slab_bytes != dev.slab_bytes)
+    f.fail("device {}: live_large_bytes {} and slab_bytes {}, its buffers and slabs add up to {} "
+           "and {}",
+           dev.ordinal, dev.live_large_bytes, dev.slab_bytes, large, slab_bytes);
   for (const SharedEvent* event : dev.events.free)
     if (event->refs != 0 || f.held.count(event))
       f.fail("device {}: a pooled event still held ({} references)", dev.ordinal, event->refs);

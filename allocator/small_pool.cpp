@@ -110,6 +110,7 @@ CUresult Allocator::add_slab(Device& dev, uint64_t bytes, MayWait may_wait) noex
     dev.lost_device_bytes += slab_bytes;  // the slab stays mapped, unused
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  dev.slab_bytes += slab_bytes;
   free_small(dev, base, {slab_bytes, pages.after().uses, pages.after().donor});
   return CUDA_SUCCESS;
 }

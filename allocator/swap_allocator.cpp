@@ -111,6 +111,7 @@ CUresult Allocator::allocate(uint64_t size_bytes, CUdeviceptr* out) noexcept {
   }
   if (!dev->used_falling) dev->used_peak = std::max(dev->used_peak, dev->used_bytes);
   dev->reserved_high = std::max(dev->reserved_high, dev->device_bytes);
+  count_step(*dev, *block);
   evict_ahead(*dev, block);
   *out = block->base;
   return CUDA_SUCCESS;
@@ -184,6 +185,8 @@ CUresult Allocator::free(uintptr_t base, CUstream stream, bool stream_ordered) n
   blocks_.erase(base);
   Device& dev = *devices_[static_cast<size_t>(block->device)];
   dev.used_bytes -= block->size_bytes;
+  if (!block->small && block->range_bytes <= dev.budget_bytes)
+    dev.live_large_bytes -= block->range_bytes;
   release_block(block, stream, stream_ordered);
   prefetch_ahead(dev);
   return CUDA_SUCCESS;

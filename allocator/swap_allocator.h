@@ -228,6 +228,7 @@ class Allocator {
   void release_donor(Device& dev, Block& block, UsePoint after) noexcept;
   void prefetch_ahead(Device& dev) noexcept;
   void evict_ahead(Device& dev, Block* just) noexcept;
+  void count_step(Device& dev, const Block& block) noexcept;
   // Pages an allocation could take without evicting: not yet created within
   // the budget, pooled, or in mapped free pieces.
   uint64_t room(const Device& dev) const noexcept;
@@ -248,6 +249,15 @@ class Allocator {
   // Places a large block (its range_bytes set) in the arena: base, pages,
   // and what its first use waits for.
   [[nodiscard]] CUresult place_large(Device& dev, Block& block, MayWait may_wait) noexcept;
+  // Note [Placed as a step ago]: the step's length in large allocations
+  // once known, counting this one (0 before); the range allocation
+  // `earlier` took, if it is free and mapped now; where allocation `at`
+  // went. Else best fit (place_anew).
+  uint64_t learn_step(Device& dev, uint64_t bytes) noexcept;
+  bool place_as_before(Device& dev, Block& block, uint64_t earlier) noexcept;
+  void remember_place(Device& dev, uint64_t at, uint64_t bytes, uintptr_t base,
+                      uint64_t period) noexcept;
+  [[nodiscard]] CUresult place_anew(Device& dev, Block& block, MayWait may_wait) noexcept;
   [[nodiscard]] bool grow_beside(Device& dev, uint64_t bytes, FreeRange& head, FreeRange& space,
                                  bool& space_first) noexcept;
   // Unmapped address space of `bytes` from the arena.

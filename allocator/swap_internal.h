@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "allocator/driver_calls.h"
 #include "allocator/host_stash.h"
 #include "allocator/swap_allocator.h"
+#include "policy/iteration_detector.h"
 
 namespace cuswap {
 
@@ -224,6 +226,13 @@ struct Allocator::FreeRange {
   bool mapped() const noexcept { return !pages.empty(); }
 };
 
+// Where a large allocation went (Note [Placed as a step ago]); base 0: it
+// failed.
+struct Placed {
+  uint64_t bytes = 0;
+  uintptr_t base = 0;
+};
+
 // Address space still mapped where its last owners' uses may run, its
 // pages (or host copy) gone to another use: unmapped once they are done.
 struct Retiring {
@@ -315,6 +324,12 @@ struct Allocator::Device {
   std::array<std::set<std::pair<uint64_t, uintptr_t>>, 2> free_by_size;  // [mapped]
   uint64_t free_mapped_bytes = 0;
   std::vector<Retiring> retiring;
+  // Note [Placed as a step ago]: the step, as the period of the sizes of
+  // large allocations; where each went, from placed_first on.
+  policy::IterationDetector steps;
+  uint64_t placements = 0;  // large allocations in the arena, ever
+  std::deque<Placed> placed;
+  uint64_t placed_first = 0;
   // The small pool (Note [The small pool]): free pieces of slabs by base
   // and by (size, base).
   std::map<uintptr_t, SmallPiece> small_free;
@@ -331,6 +346,11 @@ struct Allocator::Device {
   bool used_falling = false;
   bool planned = false;     // a plan moves buffers here: it fetches them back, not the watch
   bool overflowed = false;  // something was evicted for room (Note [Evicting ahead])
+  // Note [A step that fits]: what the live buffers would take resident
+  // (large ones' pages and the slabs), and its high over the current step.
+  uint64_t live_large_bytes = 0, slab_bytes = 0;
+  uint64_t step_need_high = 0;
+  uint64_t step_allocations = 0;  // large ones, since the step began
   uint64_t used_peak = 0, used_low = 0;
   std::map<uintptr_t, uint64_t> slabs;  // ranges by base, never released
   // Memory a failed driver call left where cuswap cannot reuse it: device

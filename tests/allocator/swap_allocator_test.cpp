@@ -459,6 +459,85 @@ TEST_F(SwapTest, OnceOverTheBudgetRoomIsMadeAhead) {
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
+// Note [Placed as a step ago]: once the step is known, a large allocation
+// takes the range its like took a step earlier, though best fit would now
+// take a hole that fits it exactly.
+TEST_F(SwapTest, ALargeAllocationGoesWhereItWentAStepEarlier) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr hole = swap_alloc(6 * kMiB), wall = swap_alloc(2 * kMiB);
+  ASSERT_CU(fill_words(s, wall, 2 * kMiB, 1));
+  constexpr uint64_t kStep[] = {6, 2, 2, 2, 2, 2, 2, 2};  // MiB
+  std::vector<CUdeviceptr> first;  // each step's first buffer
+  for (int step = 0; step < 10; ++step) {
+    if (step == 6) {
+      ASSERT_CU(swap_free(hole, s, true));  // 6 MiB free, beside the wall
+    }
+    std::vector<CUdeviceptr> held;
+    for (uint64_t mib : kStep) {
+      held.push_back(swap_alloc(mib * kMiB));
+      ASSERT_CU(fill_words(s, held.back(), mib * kMiB, 2));
+    }
+    first.push_back(held[0]);
+    for (CUdeviceptr p : held)
+      ASSERT_CU(swap_free(p, s, true));
+  }
+  for (int step = 6; step < 10; ++step)
+    EXPECT_EQ(first[step], first[5]) << "step " << step;
+  EXPECT_NE(first[6], hole);
+  const cuswap::SwapStats before = allocator->stats();
+  CUdeviceptr other = swap_alloc(4 * kMiB);  // not the step's: best fit, the hole
+  EXPECT_EQ(other, hole);
+  EXPECT_EQ(allocator->stats().vmm_maps, before.vmm_maps);
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
+  ASSERT_CU(check_words(s, wall, 2 * kMiB, 1, counter));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
+// Note [A step that fits]: a warm-up that had to evict for room starts
+// evicting ahead, and a repeating step whose buffers fit the budget, with
+// less than a sixteenth of it free at its peak, stops it again once the
+// step is known: nothing moves in the steps after.
+TEST_F(SwapTest, AStepThatFitsStopsEvictingAhead) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUstream s = make_stream();
+  CUdeviceptr a = swap_alloc(k32MiB), b = swap_alloc(8 * kMiB);
+  ASSERT_CU(fill_words(s, a, k32MiB, 1));
+  ASSERT_CU(fill_words(s, b, 8 * kMiB, 2));
+  CUdeviceptr warm_up = swap_alloc(k32MiB);  // evicts a for room
+  ASSERT_CU(fill_words(s, warm_up, k32MiB, 3));
+  ASSERT_EQ(allocator->stats().evictions, 1u);
+  ASSERT_CU(swap_free(warm_up, s, true));
+  // A step: eight buffers, 22 MiB, beside a and b: 62 MiB of the 64 at its
+  // peak, 2 MiB free where 4 are kept ahead.
+  constexpr uint64_t kStep[] = {2, 4, 2, 2, 2, 4, 2, 4};
+  std::vector<uint64_t> ahead;  // evictions ahead after each step
+  for (int step = 0; step < 12; ++step) {
+    ASSERT_CU(fill_words(s, a, k32MiB, 1));
+    ASSERT_CU(fill_words(s, b, 8 * kMiB, 2));
+    std::vector<CUdeviceptr> held;
+    for (uint64_t mib : kStep) {
+      held.push_back(swap_alloc(mib * kMiB));
+      ASSERT_CU(fill_words(s, held.back(), mib * kMiB, 10));
+    }
+    for (CUdeviceptr p : held)
+      ASSERT_CU(swap_free(p, s, true));
+    ahead.push_back(allocator->stats().evictions_ahead);
+  }
+  EXPECT_GT(ahead[0], 0u) << "the warm-up started evicting ahead";
+  EXPECT_EQ(ahead[11], ahead[7]) << "evicting ahead went on in steps that fit: " << ::testing::PrintToString(ahead);
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
+  ASSERT_CU(check_words(s, a, k32MiB, 1, counter));
+  ASSERT_CU(check_words(s, b, 8 * kMiB, 2, counter));
+  ASSERT_CU(cuCtxSynchronize());
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
 // Note [Marks behind the host]: with the host far ahead of the device, a
 // victim whose last use ran long before is copied out as soon as the
 // device passes that use, not once it catches up with the host, so the

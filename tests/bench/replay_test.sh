@@ -91,6 +91,19 @@ case $case in
       [ $policy = none ] || [ "${each%%,*}" -gt 0 ] ||
         fail "vmm_calls_each starts with '${each%%,*}', expected > 0"
     done ;;
+  snapshot_settles)
+    # The same at its peak: once the step is known, each large allocation
+    # goes where its like went a step earlier, and the second half of 16
+    # steps makes no VMM call (Note [Placed as a step ago]).
+    for policy in reactive online; do
+      "$replay" "$snapshot" --policy $policy --budget 100% --iterations 16 --json \
+        >"$out" 2>"$err"; rc=$?
+      expect_clean
+      expect vmm_calls 0
+      each=$(grep -o '"vmm_calls_each": \[[^]]*\]' "$out" | sed 's/.*\[//; s/\]//')
+      [ "$(echo "$each" | tr ',' '\n' | tail -8 | tr -d ' ' | sort -u)" = 0 ] ||
+        fail "vmm_calls_each is '$each', expected 0 in the last 8"
+    done ;;
   fitted_batch)
     # Traces at batches 2 and 4, replayed at batch 64 of the fitted model
     # (Note [Replay at a fitted batch]), under cuswap's plan at 80%: the
