@@ -239,9 +239,10 @@ void check_device(Findings& f, const Device& dev, const std::map<uintptr_t, Bloc
   if (used != dev.used_bytes)
     f.fail("device {}: used_bytes {}, its buffers add up to {}", dev.ordinal, dev.used_bytes, used);
   if (large != dev.live_large_bytes || slab_bytes != dev.slab_bytes)
-    f.fail("device {}: live_large_bytes {} and slab_bytes {}, its buffers and slabs add up to {} "
-           "and {}",
-           dev.ordinal, dev.live_large_bytes, dev.slab_bytes, large, slab_bytes);
+    f.fail(
+        "device {}: live_large_bytes {} and slab_bytes {}, its buffers and slabs add up to {} "
+        "and {}",
+        dev.ordinal, dev.live_large_bytes, dev.slab_bytes, large, slab_bytes);
   for (const SharedEvent* event : dev.events.free)
     if (event->refs != 0 || f.held.count(event))
       f.fail("device {}: a pooled event still held ({} references)", dev.ordinal, event->refs);

@@ -85,7 +85,8 @@ int parent_main(const ReplayOptions& o) {
         r.error.empty() ? "null" : cli::json_string(r.error), o.iterations, opt_json(ns), each,
         r.virtual_time ? "true" : "false", opt_json(inf_ns), bounds.problem_ns,
         opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.stall_ns, r.host_wait_ns,
-        r.vmm_calls, list(r.vmm_calls_each), r.host_syncs, r.cuswap_stats ? fmt::format("{}", r.cuswap_vmm_calls) : "null",
+        r.vmm_calls, list(r.vmm_calls_each), r.host_syncs,
+        r.cuswap_stats ? fmt::format("{}", r.cuswap_vmm_calls) : "null",
         r.cuswap_stats ? fmt::format("{}", r.cuswap_host_waits) : "null",
         cli::json_string(alloc_path_name(o.alloc_path)), o.host_op_us, p.workspaces_added,
         scratch_tensors(p.loaded.workload), r.integrity_errors, r.hazards, r.peak_device_bytes,
@@ -119,9 +120,9 @@ int parent_main(const ReplayOptions& o) {
         "host: {} VMM calls (each iteration: {}) and {} waits for the device (1 is the "
         "iteration's end){}\n",
         r.vmm_calls, list(r.vmm_calls_each), r.host_syncs,
-               r.cuswap_stats ? fmt::format("; cuswap made {} VMM calls and {} host waits",
-                                            r.cuswap_vmm_calls, r.cuswap_host_waits)
-                              : "");
+        r.cuswap_stats ? fmt::format("; cuswap made {} VMM calls and {} host waits",
+                                     r.cuswap_vmm_calls, r.cuswap_host_waits)
+                       : "");
     fmt::print("integrity errors {}, hazards {}, peak device {}\n", r.integrity_errors, r.hazards,
                cli::human_bytes(r.peak_device_bytes));
   }

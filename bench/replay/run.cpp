@@ -451,10 +451,10 @@ std::string format_result(const RunResult& r) {
       "vmm_calls {}\nhost_syncs {}\ncuswap_vmm_calls {}\ncuswap_host_waits {}\n"
       "vmm_calls_each {}\nerror {}\n",
       r.completed ? 1 : 0, r.virtual_time ? 1 : 0, format_list(r.iteration_ns), r.h2d_bytes,
-      r.d2h_bytes,
-      r.integrity_errors, r.hazards, r.peak_device_bytes, r.cuswap ? 1 : 0, r.cuswap_stats ? 1 : 0,
-      r.prefetches_on_demand, r.prefetches, r.evictions, r.stall_ns, r.host_wait_ns, r.vmm_calls,
-      r.host_syncs, r.cuswap_vmm_calls, r.cuswap_host_waits, format_list(r.vmm_calls_each), error);
+      r.d2h_bytes, r.integrity_errors, r.hazards, r.peak_device_bytes, r.cuswap ? 1 : 0,
+      r.cuswap_stats ? 1 : 0, r.prefetches_on_demand, r.prefetches, r.evictions, r.stall_ns,
+      r.host_wait_ns, r.vmm_calls, r.host_syncs, r.cuswap_vmm_calls, r.cuswap_host_waits,
+      format_list(r.vmm_calls_each), error);
 }
 
 bool parse_result(const std::string& text, RunResult& r) {

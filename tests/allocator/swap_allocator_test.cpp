@@ -468,7 +468,7 @@ TEST_F(SwapTest, ALargeAllocationGoesWhereItWentAStepEarlier) {
   CUdeviceptr hole = swap_alloc(6 * kMiB), wall = swap_alloc(2 * kMiB);
   ASSERT_CU(fill_words(s, wall, 2 * kMiB, 1));
   constexpr uint64_t kStep[] = {6, 2, 2, 2, 2, 2, 2, 2};  // MiB
-  std::vector<CUdeviceptr> first;  // each step's first buffer
+  std::vector<CUdeviceptr> first;                         // each step's first buffer
   for (int step = 0; step < 10; ++step) {
     if (step == 6) {
       ASSERT_CU(swap_free(hole, s, true));  // 6 MiB free, beside the wall
@@ -528,7 +528,8 @@ TEST_F(SwapTest, AStepThatFitsStopsEvictingAhead) {
     ahead.push_back(allocator->stats().evictions_ahead);
   }
   EXPECT_GT(ahead[0], 0u) << "the warm-up started evicting ahead";
-  EXPECT_EQ(ahead[11], ahead[7]) << "evicting ahead went on in steps that fit: " << ::testing::PrintToString(ahead);
+  EXPECT_EQ(ahead[11], ahead[7]) << "evicting ahead went on in steps that fit: "
+                                 << ::testing::PrintToString(ahead);
   CUdeviceptr counter = swap_alloc(8);
   ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
   ASSERT_CU(check_words(s, a, k32MiB, 1, counter));
