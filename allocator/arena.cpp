@@ -298,7 +298,7 @@ void Allocator::remember_place(Device& dev, uint64_t at, uint64_t bytes, uintptr
                                uint64_t period) noexcept {
   // Placements up to kStepsBack steps back are read: keep those, or as
   // many as the longest step the detector finds.
-  const uint64_t keep = period ? kStepsBack * period : policy::IterationDetector::kAnchorPatience;
+  const uint64_t keep = period ? kStepsBack * period : IterationDetector::kAnchorPatience;
   try {
     if (dev.placed.empty()) dev.placed_first = at;
     dev.placed.push_back({bytes, base});

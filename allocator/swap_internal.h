@@ -17,7 +17,7 @@
 #include "allocator/driver_calls.h"
 #include "allocator/host_stash.h"
 #include "allocator/swap_allocator.h"
-#include "policy/iteration_detector.h"
+#include "common/iteration_detector.h"
 
 namespace cuswap {
 
@@ -326,7 +326,7 @@ struct Allocator::Device {
   std::vector<Retiring> retiring;
   // Note [Placed as a step ago]: the step, as the period of the sizes of
   // large allocations; where each went, from placed_first on.
-  policy::IterationDetector steps;
+  IterationDetector steps;
   uint64_t placements = 0;  // large allocations in the arena, ever
   std::deque<Placed> placed;
   uint64_t placed_first = 0;

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "policy/iteration_detector.h"
+#include "common/iteration_detector.h"
 #include "tracer/trace.h"
 
 namespace cuswap::policy {

@@ -39,7 +39,7 @@
 #include "allocator/swap_allocator.h"
 #include "common/config.h"
 #include "policy/follower.h"
-#include "policy/iteration_detector.h"
+#include "common/iteration_detector.h"
 #include "tracer/recorder.h"
 
 namespace cuswap::hooks {
@@ -105,7 +105,7 @@ class PlanFollow {
   // online_ records an iteration: set under mu_, read without it by the
   // launch path, which takes mu_ around a launch only then.
   std::atomic<bool> recording_{false};
-  policy::IterationDetector detector_;
+  IterationDetector detector_;
   bool marked_ = false;  // the program marks iterations itself
   uint64_t iteration_ = 0;
   bool in_iteration_ = false;

@@ -12,6 +12,7 @@ trap 'rm -f "$out" "$err"' EXIT
 
 fail() { echo "FAIL ($case): $*"; echo "--- stdout"; cat "$out"; echo "--- stderr"; head -20 "$err"; exit 1; }
 field() { grep -o "\"$1\": [^,]*" "$out" | head -1 | sed "s/\"$1\": //"; }
+vmm_each() { grep -o '"vmm_calls_each": \[[^]]*\]' "$out" | sed 's/.*\[//; s/\]//'; }
 expect_exit() { [ "$rc" -eq "$1" ] || fail "exit code $rc, expected $1"; }
 expect() { local v; v=$(field "$1"); [ "$v" = "$2" ] || fail "$1 is $v, expected $2"; }
 expect_positive() { local v; v=$(field "$1"); [ -n "$v" ] && [ "$v" != null ] && [ "$v" -gt 0 ] || fail "$1 is '$v', expected > 0"; }
@@ -86,7 +87,7 @@ case $case in
       [ $policy = none ] || expect_positive h2d_bytes
       # One count of VMM calls per iteration; with cuswap the first
       # iteration maps the memory those after it reuse.
-      each=$(grep -o '"vmm_calls_each": \[[^]]*\]' "$out" | sed 's/.*\[//; s/\]//')
+      each=$(vmm_each)
       [ "$(echo "$each" | tr ',' '\n' | grep -c .)" = 4 ] || fail "vmm_calls_each is '$each', expected 4 counts"
       [ $policy = none ] || [ "${each%%,*}" -gt 0 ] ||
         fail "vmm_calls_each starts with '${each%%,*}', expected > 0"
@@ -100,7 +101,7 @@ case $case in
         >"$out" 2>"$err"; rc=$?
       expect_clean
       expect vmm_calls 0
-      each=$(grep -o '"vmm_calls_each": \[[^]]*\]' "$out" | sed 's/.*\[//; s/\]//')
+      each=$(vmm_each)
       [ "$(echo "$each" | tr ',' '\n' | tail -8 | tr -d ' ' | sort -u)" = 0 ] ||
         fail "vmm_calls_each is '$each', expected 0 in the last 8"
     done ;;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "policy/follower.h"
-#include "policy/iteration_detector.h"
+#include "common/iteration_detector.h"
 
 namespace cuswap::policy {
 namespace {

@@ -1,9 +1,9 @@
-// Note [Iteration detection] (policy/iteration_detector.h).
-#include "policy/iteration_detector.h"
+// Note [Iteration detection] (common/iteration_detector.h).
+#include "common/iteration_detector.h"
 
 #include <algorithm>
 
-namespace cuswap::policy {
+namespace cuswap {
 
 void IterationDetector::restart(uint64_t anchor) {
   anchor_ = anchor;
@@ -97,4 +97,4 @@ bool IterationDetector::on_launch(uint64_t key) {
   return false;
 }
 
-}  // namespace cuswap::policy
+}  // namespace cuswap

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace cuswap::policy {
+namespace cuswap {
 
 class IterationDetector {
  public:
@@ -55,4 +55,4 @@ class IterationDetector {
   uint64_t few_ = 0;  // in a loop of this many launches (< kMinPeriod): no step
 };
 
-}  // namespace cuswap::policy
+}  // namespace cuswap
