@@ -219,6 +219,38 @@ bool Allocator::grow_beside(Device& dev, uint64_t bytes, FreeRange& head, FreeRa
   return false;
 }
 
+// Gives `block` the range of its size at `base` in `piece`, a mapped free
+// piece taken off the lists, what is before and after it going back free:
+// no driver call; its first use waits for the piece's last owners (step 1
+// of Note [The address arena]). False, with the piece back as it was, when
+// there was no memory to split it.
+bool Allocator::take_mapped(Device& dev, FreeRange piece, uintptr_t base, Block& block) noexcept {
+  const uint64_t g = dev.granularity, bytes = block.range_bytes;
+  FreeRange front, back;
+  if (piece.base < base) {
+    if (!split(piece, base - piece.base, g, back)) {
+      free_piece(dev, std::move(piece));
+      return false;
+    }
+    front = std::move(piece);
+    piece = std::move(back);
+    back = {};
+  }
+  if (piece.range_bytes > bytes && !split(piece, bytes, g, back)) {
+    free_piece(dev, std::move(front));
+    free_piece(dev, std::move(piece));
+    return false;
+  }
+  free_piece(dev, std::move(front));
+  free_piece(dev, std::move(back));
+  block.base = piece.base;
+  block.pages = std::move(piece.pages);
+  block.before = piece.after;
+  block.waits.events[0] = std::move(piece.pending);
+  ++stats_.reused_ranges;
+  return true;
+}
+
 // Note [Placed as a step ago]
 // Best fit alone does not settle on a training step's layout where some
 // buffers live from one step into the next: what is free when an
@@ -267,31 +299,7 @@ bool Allocator::place_as_before(Device& dev, Block& block, uint64_t earlier) noe
   --at;
   if (!at->second.mapped() || was.base + bytes > at->second.base + at->second.range_bytes)
     return false;
-  const uint64_t g = dev.granularity;
-  FreeRange piece = unlist(dev, at);
-  FreeRange front, back;
-  if (piece.base < was.base) {
-    if (!split(piece, was.base - piece.base, g, back)) {
-      free_piece(dev, std::move(piece));
-      return false;
-    }
-    front = std::move(piece);
-    piece = std::move(back);
-    back = {};
-  }
-  if (piece.range_bytes > bytes && !split(piece, bytes, g, back)) {
-    free_piece(dev, std::move(front));
-    free_piece(dev, std::move(piece));
-    return false;
-  }
-  free_piece(dev, std::move(front));
-  free_piece(dev, std::move(back));
-  block.base = piece.base;
-  block.pages = std::move(piece.pages);
-  block.before = piece.after;
-  block.waits.events[0] = std::move(piece.pending);
-  ++stats_.reused_ranges;
-  return true;
+  return take_mapped(dev, unlist(dev, at), was.base, block);
 }
 
 void Allocator::remember_place(Device& dev, uint64_t at, uint64_t bytes, uintptr_t base,
@@ -318,21 +326,10 @@ CUresult Allocator::place_anew(Device& dev, Block& block, MayWait may_wait) noex
   // 1. Mapped memory that holds it.
   auto& mapped = dev.free_by_size[1];
   if (auto fit = mapped.lower_bound({bytes, 0}); fit != mapped.end()) {
-    FreeRange piece = unlist(dev, dev.free_ranges.find(fit->second));
-    FreeRange rest;
-    if (piece.range_bytes > bytes) {
-      if (!split(piece, bytes, g, rest)) {
-        free_piece(dev, std::move(piece));
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      }
-      free_piece(dev, std::move(rest));
-    }
-    block.base = piece.base;
-    block.pages = std::move(piece.pages);
-    block.before = piece.after;
-    block.waits.events[0] = std::move(piece.pending);
-    ++stats_.reused_ranges;
-    return CUDA_SUCCESS;
+    const uintptr_t base = fit->second;
+    return take_mapped(dev, unlist(dev, dev.free_ranges.find(base)), base, block)
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_OUT_OF_MEMORY;
   }
   // 2. Mapped memory with address space beside it.
   FreeRange head, space;

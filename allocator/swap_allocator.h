@@ -255,6 +255,7 @@ class Allocator {
   // went. Else best fit (place_anew).
   uint64_t learn_step(Device& dev, uint64_t bytes) noexcept;
   bool place_as_before(Device& dev, Block& block, uint64_t earlier) noexcept;
+  bool take_mapped(Device& dev, FreeRange piece, uintptr_t base, Block& block) noexcept;
   void remember_place(Device& dev, uint64_t at, uint64_t bytes, uintptr_t base,
                       uint64_t period) noexcept;
   [[nodiscard]] CUresult place_anew(Device& dev, Block& block, MayWait may_wait) noexcept;

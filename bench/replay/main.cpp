@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "bench/replay/replay.h"
@@ -59,13 +60,8 @@ int parent_main(const ReplayOptions& o) {
   const policy::Bounds bounds = policy::lower_bounds(p.loaded.workload, sim);
   const std::optional<int64_t> ns = median_steady_ns(r), inf_ns = median_steady_ns(inf);
   const bool ok = r.completed && r.integrity_errors == 0 && r.hazards == 0;
-  const auto list = [](const std::vector<int64_t>& values) {
-    std::string out;
-    for (int64_t v : values)
-      out += fmt::format("{}{}", out.empty() ? "" : ", ", v);
-    return out;
-  };
-  const std::string each = list(r.iteration_ns);
+  const std::string each = fmt::format("{}", fmt::join(r.iteration_ns, ", "));
+  const std::string vmm_each = fmt::format("{}", fmt::join(r.vmm_calls_each, ", "));
   if (o.json) {
     fmt::print(
         "{{\n  \"trace\": {},\n  \"policy\": {},\n  \"completed\": {},\n  \"error\": {},\n"
@@ -85,7 +81,7 @@ int parent_main(const ReplayOptions& o) {
         r.error.empty() ? "null" : cli::json_string(r.error), o.iterations, opt_json(ns), each,
         r.virtual_time ? "true" : "false", opt_json(inf_ns), bounds.problem_ns,
         opt_json(run.predicted_ns), r.h2d_bytes, r.d2h_bytes, r.stall_ns, r.host_wait_ns,
-        r.vmm_calls, list(r.vmm_calls_each), r.host_syncs,
+        r.vmm_calls, vmm_each, r.host_syncs,
         r.cuswap_stats ? fmt::format("{}", r.cuswap_vmm_calls) : "null",
         r.cuswap_stats ? fmt::format("{}", r.cuswap_host_waits) : "null",
         cli::json_string(alloc_path_name(o.alloc_path)), o.host_op_us, p.workspaces_added,
@@ -119,7 +115,7 @@ int parent_main(const ReplayOptions& o) {
     fmt::print(
         "host: {} VMM calls (each iteration: {}) and {} waits for the device (1 is the "
         "iteration's end){}\n",
-        r.vmm_calls, list(r.vmm_calls_each), r.host_syncs,
+        r.vmm_calls, vmm_each, r.host_syncs,
         r.cuswap_stats ? fmt::format("; cuswap made {} VMM calls and {} host waits",
                                      r.cuswap_vmm_calls, r.cuswap_host_waits)
                        : "");

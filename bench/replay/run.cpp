@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench/replay/driver.h"
 #include "bench/replay/pattern.h"
@@ -425,10 +426,7 @@ namespace {
 
 // A list as "1,2,3", or "-" when empty (one word on a result line).
 std::string format_list(const std::vector<int64_t>& values) {
-  std::string out;
-  for (int64_t v : values)
-    out += fmt::format("{}{}", out.empty() ? "" : ",", v);
-  return out.empty() ? "-" : out;
+  return values.empty() ? "-" : fmt::format("{}", fmt::join(values, ","));
 }
 
 std::vector<int64_t> parse_list(const std::string& text) {

@@ -489,11 +489,7 @@ TEST_F(SwapTest, ALargeAllocationGoesWhereItWentAStepEarlier) {
   CUdeviceptr other = swap_alloc(4 * kMiB);  // not the step's: best fit, the hole
   EXPECT_EQ(other, hole);
   EXPECT_EQ(allocator->stats().vmm_maps, before.vmm_maps);
-  CUdeviceptr counter = swap_alloc(8);
-  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
-  ASSERT_CU(check_words(s, wall, 2 * kMiB, 1, counter));
-  ASSERT_CU(cuCtxSynchronize());
-  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(wrong_words(s, {{wall, 2 * kMiB, 1}}), 0u);
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 
@@ -530,12 +526,7 @@ TEST_F(SwapTest, AStepThatFitsStopsEvictingAhead) {
   EXPECT_GT(ahead[0], 0u) << "the warm-up started evicting ahead";
   EXPECT_EQ(ahead[11], ahead[7]) << "evicting ahead went on in steps that fit: "
                                  << ::testing::PrintToString(ahead);
-  CUdeviceptr counter = swap_alloc(8);
-  ASSERT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
-  ASSERT_CU(check_words(s, a, k32MiB, 1, counter));
-  ASSERT_CU(check_words(s, b, 8 * kMiB, 2, counter));
-  ASSERT_CU(cuCtxSynchronize());
-  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(wrong_words(s, {{a, k32MiB, 1}, {b, 8 * kMiB, 2}}), 0u);
   EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
 }
 

@@ -3,6 +3,7 @@
 // launch and copy (prepare before, finish after).
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,21 @@ class SwapTest : public SimTest {
     uint64_t value = 0;
     EXPECT_CU(use(nullptr, {counter}, [&] { return cuMemcpyDtoH(&value, counter, 8); }));
     return value;
+  }
+  // Words of buffers that are not what fill_words(bytes, seed) wrote, all
+  // of them together (a count on the device, checked after a synchronize).
+  struct Words {
+    CUdeviceptr p;
+    uint64_t bytes;
+    uint32_t seed;
+  };
+  uint64_t wrong_words(CUstream s, std::initializer_list<Words> buffers) {
+    CUdeviceptr counter = swap_alloc(8);
+    EXPECT_CU(use(s, {counter}, [&] { return cuMemsetD8Async(counter, 0, 8, s); }));
+    for (const Words& w : buffers)
+      EXPECT_CU(check_words(s, w.p, w.bytes, w.seed, counter));
+    EXPECT_CU(cuCtxSynchronize());
+    return read_counter(counter);
   }
 
   std::shared_ptr<cuswap::Driver> driver;
