@@ -76,14 +76,27 @@ CUresult Allocator::order_after(Device& dev, const UsePoint& point, CUstream on)
   CUresult result = CUDA_SUCCESS;
   each_stream(dev, point, [&](StreamUses& uses) {
     if (uses.stream == on || needed(uses, point.seq) < uses.done_below) return true;
-    EventRef event = cover(dev, uses, point.seq);
+    uint64_t at = 0;
+    EventRef event = cover(dev, uses, point.seq, &at);
     if (!event) {
       // No event to order by: wait for the stream instead.
       (void)calls_.cuStreamSynchronize(uses.stream);
       uses.done_below = std::max(uses.done_below, use_seq_ + 1);
       return true;
     }
-    if (event.known_done()) return true;
+    // Note [Idle streams]: a stream with no use since its event (a setup
+    // copy on the legacy stream, a side stream gone quiet) is asked once,
+    // and once done every later point passes it over. Before, the first
+    // use of memory freed synchronously (which waits for every stream)
+    // queued a wait on that event each time: on ResNet-50 under its 1x
+    // peak, sync path, 663 waits a step for a memset made at start-up, and
+    // 17.78 ms a step where the stream path took 16.83.
+    const bool idle = uses.last_seq <= at;
+    if (event.known_done() || (idle && event.done())) {
+      uses.done_below = std::max(uses.done_below, at + 1);
+      if (uses.cover_seq == at) uses.cover.reset();
+      return true;
+    }
     result = calls_.cuStreamWaitEvent(on, event.event());
     return result == CUDA_SUCCESS;
   });

@@ -294,6 +294,28 @@ TEST_F(SwapTest, ASynchronousFreeWaitsForWorkItDidNotSee) {
   EXPECT_EQ(mismatches(b, 48 * kMiB, 1), 0u);
 }
 
+// Note [Idle streams]: memory freed synchronously waits for every stream's
+// work, but a stream that has done nothing since (here the legacy stream,
+// used once to set up) is asked once, not waited on at each reuse.
+TEST_F(SwapTest, AQuietStreamIsNotWaitedOnAtEachReuse) {
+  start_swap("memory:96MiB", budget(64 * kMiB));
+  CUdeviceptr counter = swap_alloc(8);
+  ASSERT_CU(fill(nullptr, counter, 8, 0));
+  ASSERT_CU(cuCtxSynchronize());
+  CUstream s1 = make_stream();
+  const uint64_t waits_before = allocator->stats().stream_waits;
+  for (int i = 0; i < 20; ++i) {
+    CUdeviceptr a = swap_alloc(k32MiB);
+    ASSERT_CU(fill(s1, a, k32MiB, static_cast<uint8_t>(i)));
+    ASSERT_CU(check(s1, a, k32MiB, static_cast<uint8_t>(i), counter));
+    ASSERT_CU(swap_free(a, nullptr, false));
+  }
+  ASSERT_CU(cuStreamSynchronize(s1));
+  EXPECT_LE(allocator->stats().stream_waits - waits_before, 1u);
+  EXPECT_EQ(read_counter(counter), 0u);
+  EXPECT_EQ(stats().hazards, 0u) << simcuda_last_hazard();
+}
+
 // At a full budget an allocation takes the pages of a cached free range.
 // It takes one whose last use is done before it waits for one still in use.
 TEST_F(SwapTest, AFullBudgetTakesTheRangeThatIsNoLongerInUse) {
