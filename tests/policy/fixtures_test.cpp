@@ -300,6 +300,15 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
                     1.10 * static_cast<double>(mine.lower_bound_ns))
               << name;
         }
+        // On pcie3 the link is the limit: within 8% of the bound (step 10
+        // of Note [cuswap planner] took ResNet-50 at 75% from 1.096x and the
+        // transformer snapshot at 50% from 1.099x).
+        if (is_gpu_capture(f.file) && percent != 30 && request.link.name == "pcie3") {
+          ++near_bound;
+          EXPECT_LE(static_cast<double>(mine.iteration_ns),
+                    1.08 * static_cast<double>(mine.lower_bound_ns))
+              << name;
+        }
         entries_checked += expect_time_away_covers_copies(f.workload, outcomes[0].plan,
                                                           outcomes[0].result, request.link, name);
         // The memory timeline (the export's counter) reaches the peak.
