@@ -268,10 +268,8 @@ EventRef Allocator::record_event(Device& dev, CUstream stream) noexcept {
 // driver refuses one does the host wait (counted as any host wait). On
 // ResNet-50 at 4x its batch under its 1x peak, reactive, it takes host
 // waits from 20 to 7 an iteration and VMM calls from 12076 to 10629. A
-// buffer freed while it owes two copies still has the host wait for one:
-// that wait, two an iteration at 1x, keeps the host from running ahead of
-// evictions it then finds unlanded (joined there too, 2x took 132 ms a
-// step against 125).
+// buffer freed while it owes two copies still has the host wait for one
+// (Note [A wait at the free]).
 EventRef Allocator::join_events(Device& dev, EventRef first, EventRef second) noexcept {
   if (second.done()) return first;
   if (first.done()) return second;
