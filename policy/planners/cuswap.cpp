@@ -74,14 +74,26 @@
 // 10. Copies back run one after another on their lane, so a prefetch that
 //    waits at the end of such a run cannot land sooner by starting sooner
 //    alone (step 6): it queues behind the others. So for the prefetch that
-//    waited longest, every prefetch started no later than it moves earlier
-//    too, by its wait (or half or one and a half of it), kept when the plan
-//    simulates faster, and again from the new plan's waits; never to start
-//    before an op that waited and that it did not cross before (step 9
-//    keeps those clear). ResNet-50 at 75% on pcie3, whose forward pass
-//    waits for its copies out and so starts the backward pass's copies
-//    back late: 145.3 -> 139.5 ms (1.096x -> 1.051x the lower bound); the
-//    transformer snapshot at 50% on pcie3: 73.9 -> 72.1 ms.
+//    waited longest, every prefetch started no later than it and still
+//    wanted after its start moves earlier too, by its wait (or half or one
+//    and a half of it), kept when the plan simulates faster, and again
+//    from the new plan's waits; never to start before an op that waited
+//    and that it did not cross before (step 9 keeps those clear).
+// 11. Each group, largest first, is dropped when the plan still fits and
+//    simulates faster without it: the choice of steps 3-5 was made on the
+//    infinite-memory timeline, and margins (step 7) take more than the
+//    real one needs.
+// 12. Copies out run one after another too, and an op waiting for room
+//    waits for a whole copy: with the largest copies last, an op that
+//    needs only part of the last one waits for all of it. So, smallest
+//    first, a group's copy out moves after the last larger group that
+//    leaves before it is needed back, kept when that simulates faster.
+//    Steps 10-12 run again while a round makes the plan faster. ResNet-50
+//    V100 on pcie3, whose forward pass waits for its copies out and so
+//    starts the backward pass's copies back late: at 75% 145.3 -> 135.3 ms
+//    (1.096x -> 1.020x the lower bound), at 50% 263.5 -> 258.6 ms (1.077x
+//    -> 1.058x); the transformer snapshot at 50% on pcie3: 73.9 -> 71.9 ms
+//    (1.099x -> 1.070x).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -102,6 +114,9 @@ constexpr int kFeedbackRounds = 4;
 constexpr int kDeferTries = 24;                    // step 9's simulations
 constexpr int kLaneTries = 24;                     // step 10's simulations
 constexpr double kLaneShifts[] = {1.0, 0.5, 1.5};  // step 10: of the wait
+constexpr int kDropTries = 24;                     // step 11's simulations
+constexpr int kLastTries = 24;                     // step 12's simulations
+constexpr int kFinishRounds = 3;                   // steps 10-12 again while faster
 // Step 4's ways (Note [Least unhidden time] in policy/planners/cuswap_selection.cpp).
 enum class Unhidden : uint8_t { bytes_x_time, least_wait_on_lanes, least_wait };
 
@@ -265,7 +280,16 @@ class CuswapPlanner final : public Planner {
       deferred.offer(std::move(plan), result, 0);
     }
     result = deferred.result;
-    return shift_runs(workload, request, starts, std::move(deferred.plan), result);
+    plan = std::move(deferred.plan);
+    // Steps 10-12, again while a round makes the plan faster.
+    for (int round = 0; round < kFinishRounds; ++round) {
+      const int64_t was = result.iteration_ns;
+      plan = shift_runs(workload, request, starts, std::move(plan), result);
+      plan = drop_groups(workload, request, std::move(plan), result);
+      plan = smaller_out_last(workload, request, std::move(plan), result);
+      if (result.iteration_ns >= was) break;
+    }
+    return plan;
   }
 
  private:
@@ -429,6 +453,78 @@ class CuswapPlanner final : public Planner {
             break;
           }
         }
+      }
+    }
+    return plan;
+  }
+
+  // Step 11: groups dropped one at a time, largest first, each kept out
+  // when the plan still fits and simulates faster without it.
+  Plan drop_groups(const Workload& workload, const PlanRequest& request, Plan plan,
+                   SimResult& result) const {
+    std::map<uint32_t, uint64_t> bytes;
+    for (const PlanEntry& e : plan.entries)
+      bytes[e.group] += e.tensor.size_bytes;
+    std::vector<std::pair<uint64_t, uint32_t>> order;  // (bytes, group), largest first
+    for (const auto& [g, b] : bytes)
+      order.emplace_back(b, g);
+    std::sort(order.begin(), order.end(), std::greater<>());
+    int tries = 0;
+    for (const auto& [b, g] : order) {
+      if (tries++ >= kDropTries) break;
+      Plan next = plan;
+      std::erase_if(next.entries, [g = g](const PlanEntry& e) { return e.group == g; });
+      SimResult r = simulate_plan(workload, next, request);
+      if (r.fits && r.wasted_evictions == 0 && faster(r, result)) {
+        plan = std::move(next);
+        result = std::move(r);
+      }
+    }
+    return plan;
+  }
+
+  // Step 12: smallest first, a group that leaves and comes back copies out
+  // after the last larger group that leaves before its trigger does.
+  Plan smaller_out_last(const Workload& workload, const PlanRequest& request, Plan plan,
+                        SimResult& result) const {
+    std::map<uint32_t, uint64_t> bytes;
+    for (const PlanEntry& e : plan.entries)
+      if (e.leaves && e.returns && !e.wraps()) bytes[e.group] += e.tensor.size_bytes;
+    std::vector<std::pair<uint64_t, uint32_t>> order;  // (bytes, group), smallest first
+    for (const auto& [g, b] : bytes)
+      order.emplace_back(b, g);
+    std::sort(order.begin(), order.end());
+    int tries = 0;
+    for (const auto& [b, g] : order) {
+      if (tries >= kLastTries) break;
+      // Its tensors are not used from their evict_after to their next use,
+      // and come back from their trigger: it may leave anywhere before.
+      uint32_t from = 0, limit = UINT32_MAX;
+      bool movable = true;
+      for (const PlanEntry& e : plan.entries)
+        if (e.group == g) {
+          movable = movable && e.leaves && e.returns && !e.wraps();
+          from = e.evict_after.index;
+          limit = std::min({limit, e.next_use.index, e.prefetch_at.index});
+        }
+      if (!movable) continue;
+      uint32_t to = from;
+      for (const PlanEntry& e : plan.entries) {
+        const auto it = bytes.find(e.group);
+        if (it != bytes.end() && it->second > b && e.evict_after.index > to &&
+            e.evict_after.index < limit)
+          to = e.evict_after.index;
+      }
+      if (to == from) continue;
+      ++tries;
+      Plan next = plan;
+      for (PlanEntry& e : next.entries)
+        if (e.group == g)
+          e.evict_after = OpRef{workload.ops[to].name, workload.ops[to].ordinal, to};
+      SimResult r = simulate_plan(workload, next, request);
+      if (r.wasted_evictions == 0 && faster(r, result)) {
+        plan = std::move(next);
+        result = std::move(r);
       }
     }
     return plan;
