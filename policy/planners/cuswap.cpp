@@ -75,10 +75,10 @@
 //    waits at the end of such a run cannot land sooner by starting sooner
 //    alone (step 6): it queues behind the others. So for the prefetch that
 //    waited longest, every prefetch started no later than it and still
-//    wanted after its start moves earlier too, by its wait (or half or one
-//    and a half of it), kept when the plan simulates faster, and again
-//    from the new plan's waits; never to start before an op that waited
-//    and that it did not cross before (step 9 keeps those clear).
+//    wanted after its start moves earlier too, by its wait (or a half, one
+//    and a half or three times it), kept when the plan simulates faster,
+//    and again from the new plan's waits; never to start before an op that
+//    waited and that it did not cross before (step 9 keeps those clear).
 // 11. Each group, largest first, is dropped when the plan still fits and
 //    simulates faster without it: the choice of steps 3-5 was made on the
 //    infinite-memory timeline, and margins (step 7) take more than the
@@ -92,8 +92,8 @@
 //    V100 on pcie3, whose forward pass waits for its copies out and so
 //    starts the backward pass's copies back late: at 75% 145.3 -> 135.3 ms
 //    (1.096x -> 1.020x the lower bound), at 50% 263.5 -> 258.6 ms (1.077x
-//    -> 1.058x); the transformer snapshot at 50% on pcie3: 73.9 -> 71.9 ms
-//    (1.099x -> 1.070x).
+//    -> 1.058x); the transformer snapshot at 50% on pcie3: 73.9 -> 71.4 ms
+//    (1.099x -> 1.063x).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -111,12 +111,12 @@ namespace {
 // (one op: only what leaves after the same op).
 constexpr uint32_t kGroupSpans[] = {8, 0};
 constexpr int kFeedbackRounds = 4;
-constexpr int kDeferTries = 24;                    // step 9's simulations
-constexpr int kLaneTries = 24;                     // step 10's simulations
-constexpr double kLaneShifts[] = {1.0, 0.5, 1.5};  // step 10: of the wait
-constexpr int kDropTries = 24;                     // step 11's simulations
-constexpr int kLastTries = 24;                     // step 12's simulations
-constexpr int kFinishRounds = 3;                   // steps 10-12 again while faster
+constexpr int kDeferTries = 24;                         // step 9's simulations
+constexpr int kLaneTries = 64;                          // step 10's simulations
+constexpr double kLaneShifts[] = {1.0, 0.5, 1.5, 3.0};  // step 10: of the wait
+constexpr int kDropTries = 24;                          // step 11's simulations
+constexpr int kLastTries = 24;                          // step 12's simulations
+constexpr int kFinishRounds = 3;                        // steps 10-12 again while faster
 // Step 4's ways (Note [Least unhidden time] in policy/planners/cuswap_selection.cpp).
 enum class Unhidden : uint8_t { bytes_x_time, least_wait_on_lanes, least_wait };
 
