@@ -19,6 +19,13 @@ bool each_stream(Allocator::Device& dev, const UsePoint& point, F&& f) {
   return true;
 }
 
+// `uses`' work up to `at` is known done: every later point passes it over,
+// and its cover goes if that is the event that said so.
+void known_done_to(StreamUses& uses, uint64_t at) {
+  uses.done_below = std::max(uses.done_below, at + 1);
+  if (uses.cover_seq == at) uses.cover.reset();
+}
+
 // The latest of `uses`' work that `seq` covers.
 uint64_t needed(const StreamUses& uses, uint64_t seq) {
   return std::min(seq, uses.last_seq);
@@ -93,8 +100,7 @@ CUresult Allocator::order_after(Device& dev, const UsePoint& point, CUstream on)
     // 17.78 ms a step where the stream path took 16.83.
     const bool idle = uses.last_seq <= at;
     if (event.known_done() || (idle && event.done())) {
-      uses.done_below = std::max(uses.done_below, at + 1);
-      if (uses.cover_seq == at) uses.cover.reset();
+      known_done_to(uses, at);
       return true;
     }
     result = calls_.cuStreamWaitEvent(on, event.event());
@@ -112,8 +118,7 @@ bool Allocator::point_done(Device& dev, const UsePoint& point, bool ask) noexcep
     EventRef event = cover(dev, uses, point.seq, &at);
     if (!event) return false;
     if (!event.done()) return false;
-    uses.done_below = std::max(uses.done_below, at + 1);
-    if (uses.cover_seq == at) uses.cover.reset();  // all it says is in done_below now
+    known_done_to(uses, at);
     return true;
   });
 }

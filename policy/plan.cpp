@@ -30,14 +30,10 @@ std::optional<PlanMode> parse_mode(std::string_view name) {
   return std::nullopt;
 }
 
-namespace {
-
 OpRef op_ref(const Workload& workload, uint32_t op) {
   const WorkOp& w = workload.ops[op];
   return OpRef{w.name, w.ordinal, op};
 }
-
-}  // namespace
 
 PlanEntry make_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
                      uint32_t prefetch_at, uint32_t next_use, uint32_t group) {

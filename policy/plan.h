@@ -127,6 +127,8 @@ struct ResolvedEntry {
 PlanEntry make_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
                      uint32_t prefetch_at, uint32_t next_use, uint32_t group);
 // One-sided entries (Note [Carried tensors]).
+// Op `op` of the workload, as a plan names it.
+OpRef op_ref(const Workload& workload, uint32_t op);
 PlanEntry make_leaving_entry(const Workload& workload, uint32_t tensor, uint32_t evict_after,
                              uint32_t group);
 PlanEntry make_returning_entry(const Workload& workload, uint32_t tensor, uint32_t prefetch_at,

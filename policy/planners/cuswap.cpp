@@ -176,7 +176,7 @@ Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const 
       trigger = trigger_by(starts, after, trigger, wraps, starts[trigger] - f.late.at(e.group));
     }
     if (e.returns && trigger != e.prefetch_at.index) {
-      e.prefetch_at = OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
+      e.prefetch_at = op_ref(workload, trigger);
       changed = true;
     }
     next.entries.push_back(std::move(e));
@@ -187,6 +187,52 @@ Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const 
 bool faster(const SimResult& a, const SimResult& b) {
   if (a.fits != b.fits) return a.fits;
   return a.iteration_ns < b.iteration_ns;
+}
+
+// `next` replaces `plan` (and its simulation `result`) when it simulates
+// faster with no copy for nothing (and, with `must_fit`, fits); whether it
+// did.
+bool take_if_faster(const Workload& workload, const PlanRequest& request, Plan& next, Plan& plan,
+                    SimResult& result, bool must_fit = false) {
+  SimResult r = simulate_plan(workload, next, request);
+  if ((must_fit && !r.fits) || r.wasted_evictions != 0 || !faster(r, result)) return false;
+  plan = std::move(next);
+  result = std::move(r);
+  return true;
+}
+
+// How long each op of `plan`'s simulation waited, beyond the waits before
+// it, against the infinite-memory schedule `starts`; 0 for most.
+std::vector<int64_t> op_waits(const Workload& workload, const PlanRequest& request,
+                              const std::vector<int64_t>& starts, const Plan& plan) {
+  std::vector<int64_t> waits(workload.ops.size(), 0);
+  const SimResult timed = simulate_plan(workload, plan, request, /*record_timeline=*/true);
+  int64_t behind_ns = 0;
+  for (const OpSpan& span : timed.ops) {
+    const int64_t delay_ns = span.start_ns - starts[span.op] -
+                             scaled_ns(workload.ops[span.op].idle_ns, request.time_scale);
+    if (delay_ns > behind_ns) waits[span.op] = delay_ns - behind_ns;
+    behind_ns = delay_ns;
+  }
+  return waits;
+}
+
+// The groups of `plan` whose every entry `counts`, with their bytes,
+// smallest first.
+template <typename Counts>
+std::vector<std::pair<uint64_t, uint32_t>> groups_by_bytes(const Plan& plan, Counts&& counts) {
+  std::map<uint32_t, uint64_t> bytes;
+  std::map<uint32_t, bool> all;
+  for (const PlanEntry& e : plan.entries) {
+    bytes[e.group] += e.tensor.size_bytes;
+    const auto it = all.try_emplace(e.group, true).first;
+    it->second = it->second && counts(e);
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  for (const auto& [g, b] : bytes)
+    if (all.at(g)) order.emplace_back(b, g);
+  std::sort(order.begin(), order.end());
+  return order;
 }
 
 // The fastest plan offered so far.
@@ -346,15 +392,10 @@ class CuswapPlanner final : public Planner {
     int tries = 0;
     for (bool kept = true; kept && tries < kDeferTries;) {
       kept = false;
-      const SimResult timed = simulate_plan(workload, plan, request, /*record_timeline=*/true);
+      const std::vector<int64_t> op_wait = op_waits(workload, request, starts, plan);
       std::vector<std::pair<int64_t, uint32_t>> waits;  // (wait, op), longest first
-      int64_t behind_ns = 0;
-      for (const OpSpan& span : timed.ops) {
-        const int64_t delay_ns = span.start_ns - starts[span.op] -
-                                 scaled_ns(workload.ops[span.op].idle_ns, request.time_scale);
-        if (delay_ns > behind_ns) waits.emplace_back(delay_ns - behind_ns, span.op);
-        behind_ns = delay_ns;
-      }
+      for (uint32_t k = 0; k < op_wait.size(); ++k)
+        if (op_wait[k] > 0) waits.emplace_back(op_wait[k], k);
       std::sort(waits.begin(), waits.end(), std::greater<>());
       for (const auto& [wait_ns, k] : waits) {
         if (tries >= kDeferTries) break;
@@ -374,18 +415,12 @@ class CuswapPlanner final : public Planner {
           if (!e.returns || e.prefetch_at.index > k) continue;
           const auto it = crossing.find(e.group);
           if (it == crossing.end() || !it->second) continue;
-          e.prefetch_at = OpRef{workload.ops[k + 1].name, workload.ops[k + 1].ordinal, k + 1};
+          e.prefetch_at = op_ref(workload, k + 1);
           moved = true;
         }
         if (!moved) continue;
         ++tries;
-        SimResult r = simulate_plan(workload, next, request);
-        if (r.wasted_evictions == 0 && faster(r, result)) {
-          plan = std::move(next);
-          result = std::move(r);
-          kept = true;
-          break;
-        }
+        if ((kept = take_if_faster(workload, request, next, plan, result))) break;
       }
     }
     return plan;
@@ -402,15 +437,7 @@ class CuswapPlanner final : public Planner {
       kept = false;
       // The ops that waited: no prefetch moves to start before one it did
       // not cross already (step 9 keeps them clear).
-      const SimResult timed = simulate_plan(workload, plan, request, /*record_timeline=*/true);
-      std::vector<uint8_t> waited(workload.ops.size(), 0);
-      int64_t behind_ns = 0;
-      for (const OpSpan& span : timed.ops) {
-        const int64_t delay_ns = span.start_ns - starts[span.op] -
-                                 scaled_ns(workload.ops[span.op].idle_ns, request.time_scale);
-        if (delay_ns > behind_ns) waited[span.op] = 1;
-        behind_ns = delay_ns;
-      }
+      const std::vector<int64_t> waited = op_waits(workload, request, starts, plan);
       std::vector<std::pair<int64_t, size_t>> late;  // (wait, entry), longest first
       for (size_t i = 0; i < plan.entries.size(); ++i)
         if (plan.entries[i].returns && result.entry_late_ns[i] > 0)
@@ -434,24 +461,17 @@ class CuswapPlanner final : public Planner {
             uint32_t trigger = trigger_by(starts, e.evict_after.index, from, e.wraps() || !e.leaves,
                                           starts[from] - by);
             for (uint32_t k = from; k-- > trigger;)
-              if (waited[k]) {
+              if (waited[k] > 0) {
                 trigger = k + 1;
                 break;
               }
             if (trigger == from) continue;
-            e.prefetch_at =
-                OpRef{workload.ops[trigger].name, workload.ops[trigger].ordinal, trigger};
+            e.prefetch_at = op_ref(workload, trigger);
             moved = true;
           }
           if (!moved) continue;
           ++tries;
-          SimResult r = simulate_plan(workload, next, request);
-          if (r.wasted_evictions == 0 && faster(r, result)) {
-            plan = std::move(next);
-            result = std::move(r);
-            kept = true;
-            break;
-          }
+          if ((kept = take_if_faster(workload, request, next, plan, result))) break;
         }
       }
     }
@@ -462,23 +482,14 @@ class CuswapPlanner final : public Planner {
   // when the plan still fits and simulates faster without it.
   Plan drop_groups(const Workload& workload, const PlanRequest& request, Plan plan,
                    SimResult& result) const {
-    std::map<uint32_t, uint64_t> bytes;
-    for (const PlanEntry& e : plan.entries)
-      bytes[e.group] += e.tensor.size_bytes;
-    std::vector<std::pair<uint64_t, uint32_t>> order;  // (bytes, group), largest first
-    for (const auto& [g, b] : bytes)
-      order.emplace_back(b, g);
-    std::sort(order.begin(), order.end(), std::greater<>());
+    auto order = groups_by_bytes(plan, [](const PlanEntry&) { return true; });
+    std::reverse(order.begin(), order.end());
     int tries = 0;
-    for (const auto& [b, g] : order) {
+    for (const auto& [bytes, g] : order) {
       if (tries++ >= kDropTries) break;
       Plan next = plan;
       std::erase_if(next.entries, [g = g](const PlanEntry& e) { return e.group == g; });
-      SimResult r = simulate_plan(workload, next, request);
-      if (r.fits && r.wasted_evictions == 0 && faster(r, result)) {
-        plan = std::move(next);
-        result = std::move(r);
-      }
+      take_if_faster(workload, request, next, plan, result, /*must_fit=*/true);
     }
     return plan;
   }
@@ -487,31 +498,29 @@ class CuswapPlanner final : public Planner {
   // after the last larger group that leaves before its trigger does.
   Plan smaller_out_last(const Workload& workload, const PlanRequest& request, Plan plan,
                         SimResult& result) const {
-    std::map<uint32_t, uint64_t> bytes;
-    for (const PlanEntry& e : plan.entries)
-      if (e.leaves && e.returns && !e.wraps()) bytes[e.group] += e.tensor.size_bytes;
-    std::vector<std::pair<uint64_t, uint32_t>> order;  // (bytes, group), smallest first
-    for (const auto& [g, b] : bytes)
-      order.emplace_back(b, g);
-    std::sort(order.begin(), order.end());
+    const auto order = groups_by_bytes(
+        plan, [](const PlanEntry& e) { return e.leaves && e.returns && !e.wraps(); });
+    const std::map<uint32_t, uint64_t> bytes_of = [&] {
+      std::map<uint32_t, uint64_t> m;
+      for (const auto& [b, g] : order)
+        m.emplace(g, b);
+      return m;
+    }();
     int tries = 0;
     for (const auto& [b, g] : order) {
       if (tries >= kLastTries) break;
       // Its tensors are not used from their evict_after to their next use,
       // and come back from their trigger: it may leave anywhere before.
       uint32_t from = 0, limit = UINT32_MAX;
-      bool movable = true;
       for (const PlanEntry& e : plan.entries)
         if (e.group == g) {
-          movable = movable && e.leaves && e.returns && !e.wraps();
           from = e.evict_after.index;
           limit = std::min({limit, e.next_use.index, e.prefetch_at.index});
         }
-      if (!movable) continue;
       uint32_t to = from;
       for (const PlanEntry& e : plan.entries) {
-        const auto it = bytes.find(e.group);
-        if (it != bytes.end() && it->second > b && e.evict_after.index > to &&
+        const auto it = bytes_of.find(e.group);
+        if (it != bytes_of.end() && it->second > b && e.evict_after.index > to &&
             e.evict_after.index < limit)
           to = e.evict_after.index;
       }
@@ -519,13 +528,8 @@ class CuswapPlanner final : public Planner {
       ++tries;
       Plan next = plan;
       for (PlanEntry& e : next.entries)
-        if (e.group == g)
-          e.evict_after = OpRef{workload.ops[to].name, workload.ops[to].ordinal, to};
-      SimResult r = simulate_plan(workload, next, request);
-      if (r.wasted_evictions == 0 && faster(r, result)) {
-        plan = std::move(next);
-        result = std::move(r);
-      }
+        if (e.group == g) e.evict_after = op_ref(workload, to);
+      take_if_faster(workload, request, next, plan, result);
     }
     return plan;
   }

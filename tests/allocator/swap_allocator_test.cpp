@@ -306,8 +306,8 @@ TEST_F(SwapTest, AQuietStreamIsNotWaitedOnAtEachReuse) {
   const uint64_t waits_before = allocator->stats().stream_waits;
   for (int i = 0; i < 20; ++i) {
     CUdeviceptr a = swap_alloc(k32MiB);
-    ASSERT_CU(fill(s1, a, k32MiB, static_cast<uint8_t>(i)));
-    ASSERT_CU(check(s1, a, k32MiB, static_cast<uint8_t>(i), counter));
+    ASSERT_CU(fill(s1, a, k32MiB, static_cast<uint32_t>(i)));
+    ASSERT_CU(check(s1, a, k32MiB, static_cast<uint32_t>(i), counter));
     ASSERT_CU(swap_free(a, nullptr, false));
   }
   ASSERT_CU(cuStreamSynchronize(s1));
