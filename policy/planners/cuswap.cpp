@@ -61,16 +61,17 @@
 //    are sometimes better spent on fewer, larger maps, and on long
 //    sequences (NMT at T = 400) many tensors that hide beat a few large
 //    ones that do not.
-// 9. The op that waits longest is usually one that needs many tensors back
-//    at once while the device is full (where a trace gives only each
-//    tensor's producer and free, what is freed together is last used
-//    together). Every prefetch started before it for a later op takes
-//    link time and memory from it, so the kept plan's prefetches that
-//    cross such an op start right after it instead, op by op, longest
-//    wait first, while that simulates faster. It runs from the best plan
-//    whose step 4 went by bytes x time away too, where that is another
-//    plan, and the faster result is kept: a plan that starts faster can end
-//    slower here (the 1-layer LM at 50% on pcie3).
+// 9. (Steps 9-13 are in policy/planners/cuswap_finish.h.) The op that
+//    waits longest is usually one that needs many tensors back at once
+//    while the device is full (where a trace gives only each tensor's
+//    producer and free, what is freed together is last used together).
+//    Every prefetch started before it for a later op takes link time and
+//    memory from it, so the kept plan's prefetches that cross such an op
+//    start right after it instead, op by op, longest wait first, while
+//    that simulates faster. It runs from the best plan whose step 4 went by
+//    bytes x time away too, where that is another plan, and the faster
+//    result is kept: a plan that starts faster can end slower here (the
+//    1-layer LM at 50% on pcie3).
 // 10. Copies back run one after another on their lane, so a prefetch that
 //    waits at the end of such a run cannot land sooner by starting sooner
 //    alone (step 6): it queues behind the others. So for the prefetch that
@@ -79,27 +80,40 @@
 //    and a half or three times it), kept when the plan simulates faster,
 //    and again from the new plan's waits; never to start before an op that
 //    waited and that it did not cross before (step 9 keeps those clear).
-// 11. Each group, largest first, is dropped when the plan still fits and
+// 11. A prefetch whose trigger comes after its lane fell idle leaves the
+//    lane idle until then, and every copy queued behind it lands that much
+//    later. So where the copy-in lane sat idle before a planned prefetch,
+//    longest idle first, the prefetch's group is triggered by the op
+//    running when the lane fell idle (no earlier than its copy out, and
+//    never before an op that waited, as in step 10), kept when the plan
+//    simulates faster. It runs once steps 10, 12 and 13 gain nothing, and
+//    when it gains they run again, so no plan is slower than without it.
+//    ResNet-50 V100 at 50% on pcie3, whose backward pass waits on its
+//    copies back, idled 2.5 ms before a pair of prefetches: 258.6 ->
+//    256.1 ms (1.058x -> 1.047x the lower bound).
+// 12. Each group, largest first, is dropped when the plan still fits and
 //    simulates faster without it: the choice of steps 3-5 was made on the
 //    infinite-memory timeline, and margins (step 7) take more than the
 //    real one needs.
-// 12. Copies out run one after another too, and an op waiting for room
+// 13. Copies out run one after another too, and an op waiting for room
 //    waits for a whole copy: with the largest copies last, an op that
 //    needs only part of the last one waits for all of it. So, smallest
 //    first, a group's copy out moves after the last larger group that
 //    leaves before it is needed back, kept when that simulates faster.
-//    Steps 10-12 run again while a round makes the plan faster. ResNet-50
-//    V100 on pcie3, whose forward pass waits for its copies out and so
-//    starts the backward pass's copies back late: at 75% 145.3 -> 135.3 ms
-//    (1.096x -> 1.020x the lower bound), at 50% 263.5 -> 258.6 ms (1.077x
-//    -> 1.058x); the transformer snapshot at 50% on pcie3: 73.9 -> 71.4 ms
-//    (1.099x -> 1.063x).
+//    Steps 10, 12 and 13 run again while a round makes the plan faster.
+//    ResNet-50 V100 on pcie3, whose forward pass waits for its copies out
+//    and so starts the backward pass's copies back late: at 75% 145.3 ->
+//    135.3 ms (1.096x -> 1.020x the lower bound), at 50% 263.5 -> 258.6 ms
+//    (1.077x -> 1.058x); the transformer snapshot at 50% on pcie3: 73.9 ->
+//    71.4 ms (1.099x -> 1.063x), and with step 11 71.2 ms (1.059x), where
+//    the copies back wait for room rather than for their triggers.
 #include <algorithm>
 #include <map>
 #include <optional>
 
 #include "policy/planners/common.h"
 #include "policy/planners/cuswap_candidates.h"
+#include "policy/planners/cuswap_finish.h"
 #include "policy/planners/cuswap_selection.h"
 #include "policy/planners/planners.h"
 
@@ -111,12 +125,6 @@ namespace {
 // (one op: only what leaves after the same op).
 constexpr uint32_t kGroupSpans[] = {8, 0};
 constexpr int kFeedbackRounds = 4;
-constexpr int kDeferTries = 24;                         // step 9's simulations
-constexpr int kLaneTries = 64;                          // step 10's simulations
-constexpr double kLaneShifts[] = {1.0, 0.5, 1.5, 3.0};  // step 10: of the wait
-constexpr int kDropTries = 24;                          // step 11's simulations
-constexpr int kLastTries = 24;                          // step 12's simulations
-constexpr int kFinishRounds = 3;                        // steps 10-12 again while faster
 // Step 4's ways (Note [Least unhidden time] in policy/planners/cuswap_selection.cpp).
 enum class Unhidden : uint8_t { bytes_x_time, least_wait_on_lanes, least_wait };
 
@@ -182,57 +190,6 @@ Plan revise(const Workload& workload, const std::vector<int64_t>& starts, const 
     next.entries.push_back(std::move(e));
   }
   return next;
-}
-
-bool faster(const SimResult& a, const SimResult& b) {
-  if (a.fits != b.fits) return a.fits;
-  return a.iteration_ns < b.iteration_ns;
-}
-
-// `next` replaces `plan` (and its simulation `result`) when it simulates
-// faster with no copy for nothing (and, with `must_fit`, fits); whether it
-// did.
-bool take_if_faster(const Workload& workload, const PlanRequest& request, Plan& next, Plan& plan,
-                    SimResult& result, bool must_fit = false) {
-  SimResult r = simulate_plan(workload, next, request);
-  if ((must_fit && !r.fits) || r.wasted_evictions != 0 || !faster(r, result)) return false;
-  plan = std::move(next);
-  result = std::move(r);
-  return true;
-}
-
-// How long each op of `plan`'s simulation waited, beyond the waits before
-// it, against the infinite-memory schedule `starts`; 0 for most.
-std::vector<int64_t> op_waits(const Workload& workload, const PlanRequest& request,
-                              const std::vector<int64_t>& starts, const Plan& plan) {
-  std::vector<int64_t> waits(workload.ops.size(), 0);
-  const SimResult timed = simulate_plan(workload, plan, request, /*record_timeline=*/true);
-  int64_t behind_ns = 0;
-  for (const OpSpan& span : timed.ops) {
-    const int64_t delay_ns = span.start_ns - starts[span.op] -
-                             scaled_ns(workload.ops[span.op].idle_ns, request.time_scale);
-    if (delay_ns > behind_ns) waits[span.op] = delay_ns - behind_ns;
-    behind_ns = delay_ns;
-  }
-  return waits;
-}
-
-// The groups of `plan` whose every entry `counts`, with their bytes,
-// smallest first.
-template <typename Counts>
-std::vector<std::pair<uint64_t, uint32_t>> groups_by_bytes(const Plan& plan, Counts&& counts) {
-  std::map<uint32_t, uint64_t> bytes;
-  std::map<uint32_t, bool> all;
-  for (const PlanEntry& e : plan.entries) {
-    bytes[e.group] += e.tensor.size_bytes;
-    const auto it = all.try_emplace(e.group, true).first;
-    it->second = it->second && counts(e);
-  }
-  std::vector<std::pair<uint64_t, uint32_t>> order;
-  for (const auto& [g, b] : bytes)
-    if (all.at(g)) order.emplace_back(b, g);
-  std::sort(order.begin(), order.end());
-  return order;
 }
 
 // The fastest plan offered so far.
@@ -326,16 +283,7 @@ class CuswapPlanner final : public Planner {
       deferred.offer(std::move(plan), result, 0);
     }
     result = deferred.result;
-    plan = std::move(deferred.plan);
-    // Steps 10-12, again while a round makes the plan faster.
-    for (int round = 0; round < kFinishRounds; ++round) {
-      const int64_t was = result.iteration_ns;
-      plan = shift_runs(workload, request, starts, std::move(plan), result);
-      plan = drop_groups(workload, request, std::move(plan), result);
-      plan = smaller_out_last(workload, request, std::move(plan), result);
-      if (result.iteration_ns >= was) break;
-    }
-    return plan;
+    return finish_plan(workload, request, starts, std::move(deferred.plan), result);
   }
 
  private:
@@ -378,158 +326,6 @@ class CuswapPlanner final : public Planner {
       for (size_t m = 0; m < c.tensors.size(); ++m)
         plan.entries.push_back(
             make_entry(workload, c.tensors[m], c.after, chosen[g].trigger, c.nexts[m], g));
-    }
-    return plan;
-  }
-
-  // Step 9: for the ops that waited, longest wait first, the prefetches
-  // started before the op for a later one start right after it instead; a
-  // move is kept when the plan simulates faster, and a kept move starts
-  // the search again from the new plan's waits.
-  Plan defer_crossings(const Workload& workload, const PlanRequest& request,
-                       const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
-    std::vector<uint8_t> tried(workload.ops.size(), 0);
-    int tries = 0;
-    for (bool kept = true; kept && tries < kDeferTries;) {
-      kept = false;
-      const std::vector<int64_t> op_wait = op_waits(workload, request, starts, plan);
-      std::vector<std::pair<int64_t, uint32_t>> waits;  // (wait, op), longest first
-      for (uint32_t k = 0; k < op_wait.size(); ++k)
-        if (op_wait[k] > 0) waits.emplace_back(op_wait[k], k);
-      std::sort(waits.begin(), waits.end(), std::greater<>());
-      for (const auto& [wait_ns, k] : waits) {
-        if (tries >= kDeferTries) break;
-        if (tried[k] || k + 1 >= workload.ops.size()) continue;
-        tried[k] = 1;
-        // Whole groups move, and only those none of whose tensors k needs.
-        std::map<uint32_t, bool> crossing;
-        for (const PlanEntry& e : plan.entries) {
-          if (!e.returns || e.prefetch_at.index > k) continue;
-          const bool crosses = !e.wraps() && e.next_use.index > k;
-          const auto it = crossing.try_emplace(e.group, crosses).first;
-          it->second = it->second && crosses;
-        }
-        Plan next = plan;
-        bool moved = false;
-        for (PlanEntry& e : next.entries) {
-          if (!e.returns || e.prefetch_at.index > k) continue;
-          const auto it = crossing.find(e.group);
-          if (it == crossing.end() || !it->second) continue;
-          e.prefetch_at = op_ref(workload, k + 1);
-          moved = true;
-        }
-        if (!moved) continue;
-        ++tries;
-        if ((kept = take_if_faster(workload, request, next, plan, result))) break;
-      }
-    }
-    return plan;
-  }
-
-  // Step 10: the prefetch that waited longest and every prefetch started
-  // no later than it start earlier together; a move is kept when the plan
-  // simulates faster, and a kept move starts the search again.
-  Plan shift_runs(const Workload& workload, const PlanRequest& request,
-                  const std::vector<int64_t>& starts, Plan plan, SimResult& result) const {
-    std::vector<uint8_t> tried(workload.ops.size(), 0);
-    int tries = 0;
-    for (bool kept = true; kept && tries < kLaneTries;) {
-      kept = false;
-      // The ops that waited: no prefetch moves to start before one it did
-      // not cross already (step 9 keeps them clear).
-      const std::vector<int64_t> waited = op_waits(workload, request, starts, plan);
-      std::vector<std::pair<int64_t, size_t>> late;  // (wait, entry), longest first
-      for (size_t i = 0; i < plan.entries.size(); ++i)
-        if (plan.entries[i].returns && result.entry_late_ns[i] > 0)
-          late.emplace_back(result.entry_late_ns[i], i);
-      std::sort(late.begin(), late.end(), std::greater<>());
-      for (const auto& [late_ns, i] : late) {
-        if (tries >= kLaneTries || kept) break;
-        const uint32_t last = plan.entries[i].prefetch_at.index;
-        if (tried[last]) continue;
-        tried[last] = 1;
-        for (const double shift : kLaneShifts) {
-          if (tries >= kLaneTries) break;
-          const auto by = static_cast<int64_t>(shift * static_cast<double>(late_ns));
-          Plan next = plan;
-          bool moved = false;
-          for (PlanEntry& e : next.entries) {
-            // Those ahead of it: started no later, still wanted after its start.
-            if (!e.returns || e.prefetch_at.index > last || (!e.wraps() && e.next_use.index < last))
-              continue;
-            const uint32_t from = e.prefetch_at.index;
-            uint32_t trigger = trigger_by(starts, e.evict_after.index, from, e.wraps() || !e.leaves,
-                                          starts[from] - by);
-            for (uint32_t k = from; k-- > trigger;)
-              if (waited[k] > 0) {
-                trigger = k + 1;
-                break;
-              }
-            if (trigger == from) continue;
-            e.prefetch_at = op_ref(workload, trigger);
-            moved = true;
-          }
-          if (!moved) continue;
-          ++tries;
-          if ((kept = take_if_faster(workload, request, next, plan, result))) break;
-        }
-      }
-    }
-    return plan;
-  }
-
-  // Step 11: groups dropped one at a time, largest first, each kept out
-  // when the plan still fits and simulates faster without it.
-  Plan drop_groups(const Workload& workload, const PlanRequest& request, Plan plan,
-                   SimResult& result) const {
-    auto order = groups_by_bytes(plan, [](const PlanEntry&) { return true; });
-    std::reverse(order.begin(), order.end());
-    int tries = 0;
-    for (const auto& [bytes, g] : order) {
-      if (tries++ >= kDropTries) break;
-      Plan next = plan;
-      std::erase_if(next.entries, [g = g](const PlanEntry& e) { return e.group == g; });
-      take_if_faster(workload, request, next, plan, result, /*must_fit=*/true);
-    }
-    return plan;
-  }
-
-  // Step 12: smallest first, a group that leaves and comes back copies out
-  // after the last larger group that leaves before its trigger does.
-  Plan smaller_out_last(const Workload& workload, const PlanRequest& request, Plan plan,
-                        SimResult& result) const {
-    const auto order = groups_by_bytes(
-        plan, [](const PlanEntry& e) { return e.leaves && e.returns && !e.wraps(); });
-    const std::map<uint32_t, uint64_t> bytes_of = [&] {
-      std::map<uint32_t, uint64_t> m;
-      for (const auto& [b, g] : order)
-        m.emplace(g, b);
-      return m;
-    }();
-    int tries = 0;
-    for (const auto& [b, g] : order) {
-      if (tries >= kLastTries) break;
-      // Its tensors are not used from their evict_after to their next use,
-      // and come back from their trigger: it may leave anywhere before.
-      uint32_t from = 0, limit = UINT32_MAX;
-      for (const PlanEntry& e : plan.entries)
-        if (e.group == g) {
-          from = e.evict_after.index;
-          limit = std::min({limit, e.next_use.index, e.prefetch_at.index});
-        }
-      uint32_t to = from;
-      for (const PlanEntry& e : plan.entries) {
-        const auto it = bytes_of.find(e.group);
-        if (it != bytes_of.end() && it->second > b && e.evict_after.index > to &&
-            e.evict_after.index < limit)
-          to = e.evict_after.index;
-      }
-      if (to == from) continue;
-      ++tries;
-      Plan next = plan;
-      for (PlanEntry& e : next.entries)
-        if (e.group == g) e.evict_after = op_ref(workload, to);
-      take_if_faster(workload, request, next, plan, result);
     }
     return plan;
   }

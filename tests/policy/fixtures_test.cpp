@@ -301,15 +301,15 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
               << name;
         }
         // On pcie3 the link is the limit: within 7.5% of the bound, and
-        // ResNet-50 at 75% within 3% (steps 10-12 of Note [cuswap planner]
-        // took it from 1.096x, ResNet-50 at 50% from 1.077x and the
-        // transformer snapshot at 50% from 1.099x).
+        // ResNet-50 within 3% at 75% and 5% at 50% (steps 10-13 of Note
+        // [cuswap planner] took it from 1.096x and 1.077x, the transformer
+        // snapshot at 50% from 1.099x).
         if (is_gpu_capture(f.file) && percent != 30 && request.link.name == "pcie3") {
           ++near_bound;
-          const bool resnet_75 =
-              f.file.ends_with("gpu/torch-resnet50-v100.trace.json.gz") && percent == 75;
+          const bool resnet = f.file.ends_with("gpu/torch-resnet50-v100.trace.json.gz");
+          const double within = !resnet ? 1.075 : percent == 75 ? 1.03 : 1.05;
           EXPECT_LE(static_cast<double>(mine.iteration_ns),
-                    (resnet_75 ? 1.03 : 1.075) * static_cast<double>(mine.lower_bound_ns))
+                    within * static_cast<double>(mine.lower_bound_ns))
               << name;
         }
         entries_checked += expect_time_away_covers_copies(f.workload, outcomes[0].plan,

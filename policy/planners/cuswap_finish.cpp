@@ -1,0 +1,331 @@
+// Steps 9-13 of the cuswap planner (policy/planners/cuswap_finish.h).
+#include "policy/planners/cuswap_finish.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "policy/planners/cuswap_selection.h"
+
+namespace cuswap::policy::planners {
+
+namespace {
+
+constexpr int kDeferTries = 24;                         // step 9's simulations
+constexpr int kLaneTries = 64;                          // step 10's simulations
+constexpr double kLaneShifts[] = {1.0, 0.5, 1.5, 3.0};  // step 10: of the wait
+constexpr int kFillTries = 32;                          // step 11's simulations
+constexpr int kDropTries = 24;                          // step 12's simulations
+constexpr int kLastTries = 24;                          // step 13's simulations
+constexpr int kFinishRounds = 3;                        // rounds of steps 10-13 while faster
+
+// `next` replaces `plan` (and its simulation `result`) when it simulates
+// faster with no copy for nothing (and, with `must_fit`, fits); whether it
+// did.
+bool take_if_faster(const Workload& workload, const PlanRequest& request, Plan& next, Plan& plan,
+                    SimResult& result, bool must_fit = false) {
+  SimResult r = simulate_plan(workload, next, request);
+  if ((must_fit && !r.fits) || r.wasted_evictions != 0 || !faster(r, result)) return false;
+  plan = std::move(next);
+  result = std::move(r);
+  return true;
+}
+
+// How long each op of a timed simulation waited, beyond the waits before
+// it, against the infinite-memory schedule `starts`; 0 for most.
+std::vector<int64_t> op_waits(const Workload& workload, const PlanRequest& request,
+                              const std::vector<int64_t>& starts, const SimResult& timed) {
+  std::vector<int64_t> waits(workload.ops.size(), 0);
+  int64_t behind_ns = 0;
+  for (const OpSpan& span : timed.ops) {
+    const int64_t delay_ns = span.start_ns - starts[span.op] -
+                             scaled_ns(workload.ops[span.op].idle_ns, request.time_scale);
+    if (delay_ns > behind_ns) waits[span.op] = delay_ns - behind_ns;
+    behind_ns = delay_ns;
+  }
+  return waits;
+}
+
+// The same for `plan`'s simulation.
+std::vector<int64_t> op_waits(const Workload& workload, const PlanRequest& request,
+                              const std::vector<int64_t>& starts, const Plan& plan) {
+  return op_waits(workload, request, starts,
+                  simulate_plan(workload, plan, request, /*record_timeline=*/true));
+}
+
+// The groups of `plan` whose every entry `counts`, with their bytes,
+// smallest first.
+template <typename Counts>
+std::vector<std::pair<uint64_t, uint32_t>> groups_by_bytes(const Plan& plan, Counts&& counts) {
+  std::map<uint32_t, uint64_t> bytes;
+  std::map<uint32_t, bool> all;
+  for (const PlanEntry& e : plan.entries) {
+    bytes[e.group] += e.tensor.size_bytes;
+    const auto it = all.try_emplace(e.group, true).first;
+    it->second = it->second && counts(e);
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  for (const auto& [g, b] : bytes)
+    if (all.at(g)) order.emplace_back(b, g);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// Step 10: the prefetch that waited longest and every prefetch started
+// no later than it start earlier together; a move is kept when the plan
+// simulates faster, and a kept move starts the search again.
+Plan shift_runs(const Workload& workload, const PlanRequest& request,
+                const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
+  std::vector<uint8_t> tried(workload.ops.size(), 0);
+  int tries = 0;
+  for (bool kept = true; kept && tries < kLaneTries;) {
+    kept = false;
+    // The ops that waited: no prefetch moves to start before one it did
+    // not cross already (step 9 keeps them clear).
+    const std::vector<int64_t> waited = op_waits(workload, request, starts, plan);
+    std::vector<std::pair<int64_t, size_t>> late;  // (wait, entry), longest first
+    for (size_t i = 0; i < plan.entries.size(); ++i)
+      if (plan.entries[i].returns && result.entry_late_ns[i] > 0)
+        late.emplace_back(result.entry_late_ns[i], i);
+    std::sort(late.begin(), late.end(), std::greater<>());
+    for (const auto& [late_ns, i] : late) {
+      if (tries >= kLaneTries || kept) break;
+      const uint32_t last = plan.entries[i].prefetch_at.index;
+      if (tried[last]) continue;
+      tried[last] = 1;
+      for (const double shift : kLaneShifts) {
+        if (tries >= kLaneTries) break;
+        const auto by = static_cast<int64_t>(shift * static_cast<double>(late_ns));
+        Plan next = plan;
+        bool moved = false;
+        for (PlanEntry& e : next.entries) {
+          // Those ahead of it: started no later, still wanted after its start.
+          if (!e.returns || e.prefetch_at.index > last || (!e.wraps() && e.next_use.index < last))
+            continue;
+          const uint32_t from = e.prefetch_at.index;
+          uint32_t trigger = trigger_by(starts, e.evict_after.index, from, e.wraps() || !e.leaves,
+                                        starts[from] - by);
+          for (uint32_t k = from; k-- > trigger;)
+            if (waited[k] > 0) {
+              trigger = k + 1;
+              break;
+            }
+          if (trigger == from) continue;
+          e.prefetch_at = op_ref(workload, trigger);
+          moved = true;
+        }
+        if (!moved) continue;
+        ++tries;
+        if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+      }
+    }
+  }
+  return plan;
+}
+
+// Step 11: where the copy-in lane sat idle before a prefetch that its
+// trigger held back, the prefetch's group starts when the lane fell idle
+// instead, longest idle first; a move is kept when the plan simulates
+// faster, and a kept move starts the search again.
+Plan fill_idle_lane(const Workload& workload, const PlanRequest& request,
+                    const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
+  std::set<uint32_t> tried;  // groups
+  int tries = 0;
+  for (bool kept = true; kept && tries < kFillTries;) {
+    kept = false;
+    std::vector<ResolvedEntry> resolved;
+    std::string error;
+    if (!resolve(plan, workload, resolved, error)) break;
+    std::map<uint32_t, uint32_t> group_of;  // returning tensor -> its group
+    for (const ResolvedEntry& e : resolved)
+      if (e.returns) group_of[e.tensor] = e.group;
+    const SimResult timed = simulate_plan(workload, plan, request, /*record_timeline=*/true);
+    std::vector<int64_t> op_starts;
+    for (const OpSpan& span : timed.ops)
+      op_starts.push_back(span.start_ns);
+    const std::vector<int64_t> waited = op_waits(workload, request, starts, timed);
+    std::vector<std::tuple<int64_t, int64_t, uint32_t>> idle;  // (idle, lane free from, group)
+    std::vector<CopySpan> lane;
+    for (const CopySpan& c : timed.copies)
+      if (c.to_device) lane.push_back(c);
+    std::stable_sort(lane.begin(), lane.end(),
+                     [](const CopySpan& a, const CopySpan& b) { return a.start_ns < b.start_ns; });
+    int64_t lane_free = -1;
+    for (const CopySpan& c : lane) {
+      const auto g = group_of.find(c.tensor);
+      if (lane_free >= 0 && !c.on_demand && g != group_of.end() && c.start_ns > lane_free &&
+          !tried.count(g->second))
+        idle.emplace_back(c.start_ns - lane_free, lane_free, g->second);
+      lane_free = std::max(lane_free, c.end_ns);
+    }
+    std::sort(idle.begin(), idle.end(), std::greater<>());
+    for (const auto& [idle_ns, from_ns, g] : idle) {
+      if (tries >= kFillTries) break;
+      tried.insert(g);
+      // The op running when the lane fell idle: its prefetches are issued
+      // when it is ready, so the copy starts as the lane frees.
+      const auto at = std::upper_bound(op_starts.begin(), op_starts.end(), from_ns);
+      const auto k = static_cast<uint32_t>(std::max<std::ptrdiff_t>(0, at - op_starts.begin() - 1));
+      Plan next = plan;
+      bool moved = false;
+      for (PlanEntry& e : next.entries) {
+        if (e.group != g || !e.returns) continue;
+        const uint32_t from = e.prefetch_at.index;
+        const uint32_t lowest = e.wraps() || !e.leaves ? 0 : e.evict_after.index + 1;
+        uint32_t trigger = std::max(k, lowest);
+        for (uint32_t j = from; j-- > trigger;)  // as in step 10
+          if (waited[j] > 0) {
+            trigger = j + 1;
+            break;
+          }
+        if (trigger >= from) continue;
+        e.prefetch_at = op_ref(workload, trigger);
+        moved = true;
+      }
+      if (!moved) continue;
+      ++tries;
+      if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+    }
+  }
+  return plan;
+}
+
+// Step 12: groups dropped one at a time, largest first, each kept out
+// when the plan still fits and simulates faster without it.
+Plan drop_groups(const Workload& workload, const PlanRequest& request, Plan plan,
+                 SimResult& result) {
+  auto order = groups_by_bytes(plan, [](const PlanEntry&) { return true; });
+  std::reverse(order.begin(), order.end());
+  int tries = 0;
+  for (const auto& [bytes, g] : order) {
+    if (tries++ >= kDropTries) break;
+    Plan next = plan;
+    std::erase_if(next.entries, [g = g](const PlanEntry& e) { return e.group == g; });
+    take_if_faster(workload, request, next, plan, result, /*must_fit=*/true);
+  }
+  return plan;
+}
+
+// Step 13: smallest first, a group that leaves and comes back copies out
+// after the last larger group that leaves before its trigger does.
+Plan smaller_out_last(const Workload& workload, const PlanRequest& request, Plan plan,
+                      SimResult& result) {
+  const auto order =
+      groups_by_bytes(plan, [](const PlanEntry& e) { return e.leaves && e.returns && !e.wraps(); });
+  const std::map<uint32_t, uint64_t> bytes_of = [&] {
+    std::map<uint32_t, uint64_t> m;
+    for (const auto& [b, g] : order)
+      m.emplace(g, b);
+    return m;
+  }();
+  int tries = 0;
+  for (const auto& [b, g] : order) {
+    if (tries >= kLastTries) break;
+    // Its tensors are not used from their evict_after to their next use,
+    // and come back from their trigger: it may leave anywhere before.
+    uint32_t from = 0, limit = UINT32_MAX;
+    for (const PlanEntry& e : plan.entries)
+      if (e.group == g) {
+        from = e.evict_after.index;
+        limit = std::min({limit, e.next_use.index, e.prefetch_at.index});
+      }
+    uint32_t to = from;
+    for (const PlanEntry& e : plan.entries) {
+      const auto it = bytes_of.find(e.group);
+      if (it != bytes_of.end() && it->second > b && e.evict_after.index > to &&
+          e.evict_after.index < limit)
+        to = e.evict_after.index;
+    }
+    if (to == from) continue;
+    ++tries;
+    Plan next = plan;
+    for (PlanEntry& e : next.entries)
+      if (e.group == g) e.evict_after = op_ref(workload, to);
+    take_if_faster(workload, request, next, plan, result);
+  }
+  return plan;
+}
+
+// Steps 10, 12 and 13, again while a round makes the plan faster.
+Plan finish(const Workload& workload, const PlanRequest& request,
+            const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
+  for (int round = 0; round < kFinishRounds; ++round) {
+    const int64_t was = result.iteration_ns;
+    plan = shift_runs(workload, request, starts, std::move(plan), result);
+    plan = drop_groups(workload, request, std::move(plan), result);
+    plan = smaller_out_last(workload, request, std::move(plan), result);
+    if (result.iteration_ns >= was) break;
+  }
+  return plan;
+}
+
+}  // namespace
+
+bool faster(const SimResult& a, const SimResult& b) {
+  if (a.fits != b.fits) return a.fits;
+  return a.iteration_ns < b.iteration_ns;
+}
+
+// Step 9: for the ops that waited, longest wait first, the prefetches
+// started before the op for a later one start right after it instead; a
+// move is kept when the plan simulates faster, and a kept move starts
+// the search again from the new plan's waits.
+Plan defer_crossings(const Workload& workload, const PlanRequest& request,
+                     const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
+  std::vector<uint8_t> tried(workload.ops.size(), 0);
+  int tries = 0;
+  for (bool kept = true; kept && tries < kDeferTries;) {
+    kept = false;
+    const std::vector<int64_t> op_wait = op_waits(workload, request, starts, plan);
+    std::vector<std::pair<int64_t, uint32_t>> waits;  // (wait, op), longest first
+    for (uint32_t k = 0; k < op_wait.size(); ++k)
+      if (op_wait[k] > 0) waits.emplace_back(op_wait[k], k);
+    std::sort(waits.begin(), waits.end(), std::greater<>());
+    for (const auto& [wait_ns, k] : waits) {
+      if (tries >= kDeferTries) break;
+      if (tried[k] || k + 1 >= workload.ops.size()) continue;
+      tried[k] = 1;
+      // Whole groups move, and only those none of whose tensors k needs.
+      std::map<uint32_t, bool> crossing;
+      for (const PlanEntry& e : plan.entries) {
+        if (!e.returns || e.prefetch_at.index > k) continue;
+        const bool crosses = !e.wraps() && e.next_use.index > k;
+        const auto it = crossing.try_emplace(e.group, crosses).first;
+        it->second = it->second && crosses;
+      }
+      Plan next = plan;
+      bool moved = false;
+      for (PlanEntry& e : next.entries) {
+        if (!e.returns || e.prefetch_at.index > k) continue;
+        const auto it = crossing.find(e.group);
+        if (it == crossing.end() || !it->second) continue;
+        e.prefetch_at = op_ref(workload, k + 1);
+        moved = true;
+      }
+      if (!moved) continue;
+      ++tries;
+      if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+    }
+  }
+  return plan;
+}
+
+Plan finish_plan(const Workload& workload, const PlanRequest& request,
+                 const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
+  // Steps 10, 12 and 13 until a round gains nothing; then step 11, and when
+  // it gains, all of them again.
+  plan = finish(workload, request, starts, std::move(plan), result);
+  for (int round = 0; round < kFinishRounds; ++round) {
+    const int64_t was = result.iteration_ns;
+    plan = fill_idle_lane(workload, request, starts, std::move(plan), result);
+    if (result.iteration_ns >= was) break;
+    plan = finish(workload, request, starts, std::move(plan), result);
+  }
+  return plan;
+}
+
+}  // namespace cuswap::policy::planners
