@@ -61,7 +61,7 @@
 //    are sometimes better spent on fewer, larger maps, and on long
 //    sequences (NMT at T = 400) many tensors that hide beat a few large
 //    ones that do not.
-// 9. (Steps 9-13 are in policy/planners/cuswap_finish.h.) The op that
+// 9. (Steps 9-14 are in policy/planners/cuswap_finish.h.) The op that
 //    waits longest is usually one that needs many tensors back at once
 //    while the device is full (where a trace gives only each tensor's
 //    producer and free, what is freed together is last used together).
@@ -86,27 +86,36 @@
 //    longest idle first, the prefetch's group is triggered by the op
 //    running when the lane fell idle (no earlier than its copy out, and
 //    never before an op that waited, as in step 10), kept when the plan
-//    simulates faster. It runs once steps 10, 12 and 13 gain nothing, and
-//    when it gains they run again, so no plan is slower than without it.
-//    ResNet-50 V100 at 50% on pcie3, whose backward pass waits on its
-//    copies back, idled 2.5 ms before a pair of prefetches: 258.6 ->
-//    256.1 ms (1.058x -> 1.047x the lower bound).
-// 12. Each group, largest first, is dropped when the plan still fits and
+//    simulates faster. ResNet-50 V100 at 50% on pcie3, whose backward pass
+//    waits on its copies back, idled 2.5 ms before a pair of prefetches:
+//    258.6 -> 256.1 ms (1.058x -> 1.047x the lower bound).
+// 12. Where ops wait for copies back, a prefetch started before such an op
+//    for a use after it holds the lane and the memory while the op waits
+//    (step 9 moves all of them past one op at a time). So each group, the
+//    one wanted back last first, starts right after the first op that
+//    waited in its window instead, kept when the plan simulates faster.
+//    Steps 11 and 12 run once steps 10, 13 and 14 gain nothing, and when
+//    they gain those run again, so no plan is slower than without them.
+//    The transformer snapshot at 50% on pcie3: 71.2 -> 70.8 ms (1.059x ->
+//    1.053x). What is left there is the choice made for its first peak:
+//    the 366 MiB away then are wanted back soon after it, and even copied
+//    in order of need they stall 20.1 ms; the bound's bytes are those
+//    wanted back last.
+// 13. Each group, largest first, is dropped when the plan still fits and
 //    simulates faster without it: the choice of steps 3-5 was made on the
 //    infinite-memory timeline, and margins (step 7) take more than the
 //    real one needs.
-// 13. Copies out run one after another too, and an op waiting for room
+// 14. Copies out run one after another too, and an op waiting for room
 //    waits for a whole copy: with the largest copies last, an op that
 //    needs only part of the last one waits for all of it. So, smallest
 //    first, a group's copy out moves after the last larger group that
 //    leaves before it is needed back, kept when that simulates faster.
-//    Steps 10, 12 and 13 run again while a round makes the plan faster.
+//    Steps 10, 13 and 14 run again while a round makes the plan faster.
 //    ResNet-50 V100 on pcie3, whose forward pass waits for its copies out
 //    and so starts the backward pass's copies back late: at 75% 145.3 ->
 //    135.3 ms (1.096x -> 1.020x the lower bound), at 50% 263.5 -> 258.6 ms
 //    (1.077x -> 1.058x); the transformer snapshot at 50% on pcie3: 73.9 ->
-//    71.4 ms (1.099x -> 1.063x), and with step 11 71.2 ms (1.059x), where
-//    the copies back wait for room rather than for their triggers.
+//    71.4 ms (1.099x -> 1.063x).
 #include <algorithm>
 #include <map>
 #include <optional>

@@ -1,4 +1,4 @@
-// Steps 9-13 of the cuswap planner (policy/planners/cuswap_finish.h).
+// Steps 9-14 of the cuswap planner (policy/planners/cuswap_finish.h).
 #include "policy/planners/cuswap_finish.h"
 
 #include <algorithm>
@@ -19,9 +19,10 @@ constexpr int kDeferTries = 24;                         // step 9's simulations
 constexpr int kLaneTries = 64;                          // step 10's simulations
 constexpr double kLaneShifts[] = {1.0, 0.5, 1.5, 3.0};  // step 10: of the wait
 constexpr int kFillTries = 32;                          // step 11's simulations
-constexpr int kDropTries = 24;                          // step 12's simulations
-constexpr int kLastTries = 24;                          // step 13's simulations
-constexpr int kFinishRounds = 3;                        // rounds of steps 10-13 while faster
+constexpr int kPassTries = 32;                          // step 12's simulations
+constexpr int kDropTries = 24;                          // step 13's simulations
+constexpr int kLastTries = 24;                          // step 14's simulations
+constexpr int kFinishRounds = 3;                        // rounds of steps 10-14 while faster
 
 // `next` replaces `plan` (and its simulation `result`) when it simulates
 // faster with no copy for nothing (and, with `must_fit`, fits); whether it
@@ -194,7 +195,49 @@ Plan fill_idle_lane(const Workload& workload, const PlanRequest& request,
   return plan;
 }
 
-// Step 12: groups dropped one at a time, largest first, each kept out
+// Step 12: a group whose copy back starts before an op that waited, for a
+// use after it, starts right after the first such op instead, the group
+// wanted back last first; a move is kept when the plan simulates faster,
+// and a kept move starts the search again.
+Plan pass_first_wait(const Workload& workload, const PlanRequest& request,
+                     const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
+  std::set<uint32_t> tried;  // groups
+  int tries = 0;
+  for (bool kept = true; kept && tries < kPassTries;) {
+    kept = false;
+    const std::vector<int64_t> waited = op_waits(workload, request, starts, plan);
+    std::map<uint32_t, std::pair<uint32_t, uint32_t>> window;  // group -> (trigger, first use)
+    for (const PlanEntry& e : plan.entries) {
+      if (!e.returns) continue;
+      const auto it = window.try_emplace(e.group, e.prefetch_at.index, e.next_use.index).first;
+      it->second.first = std::min(it->second.first, e.prefetch_at.index);
+      it->second.second = std::min(it->second.second, e.next_use.index);
+    }
+    std::vector<std::tuple<int64_t, uint32_t, uint32_t>> moves;  // (time away, group, to)
+    for (const auto& [g, w] : window) {
+      const auto [trigger, use] = w;
+      if (tried.count(g) || use <= trigger) continue;  // a wrap's use comes first
+      for (uint32_t k = trigger + 1; k + 1 < use; ++k)
+        if (waited[k] > 0) {
+          moves.emplace_back(starts[use] - starts[trigger], g, k + 1);
+          break;
+        }
+    }
+    std::sort(moves.begin(), moves.end(), std::greater<>());
+    for (const auto& [away_ns, g, to] : moves) {
+      if (tries >= kPassTries) break;
+      tried.insert(g);
+      Plan next = plan;
+      for (PlanEntry& e : next.entries)
+        if (e.group == g && e.returns) e.prefetch_at = op_ref(workload, to);
+      ++tries;
+      if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+    }
+  }
+  return plan;
+}
+
+// Step 13: groups dropped one at a time, largest first, each kept out
 // when the plan still fits and simulates faster without it.
 Plan drop_groups(const Workload& workload, const PlanRequest& request, Plan plan,
                  SimResult& result) {
@@ -210,7 +253,7 @@ Plan drop_groups(const Workload& workload, const PlanRequest& request, Plan plan
   return plan;
 }
 
-// Step 13: smallest first, a group that leaves and comes back copies out
+// Step 14: smallest first, a group that leaves and comes back copies out
 // after the last larger group that leaves before its trigger does.
 Plan smaller_out_last(const Workload& workload, const PlanRequest& request, Plan plan,
                       SimResult& result) {
@@ -250,7 +293,7 @@ Plan smaller_out_last(const Workload& workload, const PlanRequest& request, Plan
   return plan;
 }
 
-// Steps 10, 12 and 13, again while a round makes the plan faster.
+// Steps 10, 13 and 14, again while a round makes the plan faster.
 Plan finish(const Workload& workload, const PlanRequest& request,
             const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
   for (int round = 0; round < kFinishRounds; ++round) {
@@ -316,12 +359,13 @@ Plan defer_crossings(const Workload& workload, const PlanRequest& request,
 
 Plan finish_plan(const Workload& workload, const PlanRequest& request,
                  const std::vector<int64_t>& starts, Plan plan, SimResult& result) {
-  // Steps 10, 12 and 13 until a round gains nothing; then step 11, and when
-  // it gains, all of them again.
+  // Steps 10, 13 and 14 until a round gains nothing; then steps 11 and 12,
+  // and when they gain, all of them again.
   plan = finish(workload, request, starts, std::move(plan), result);
   for (int round = 0; round < kFinishRounds; ++round) {
     const int64_t was = result.iteration_ns;
     plan = fill_idle_lane(workload, request, starts, std::move(plan), result);
+    plan = pass_first_wait(workload, request, starts, std::move(plan), result);
     if (result.iteration_ns >= was) break;
     plan = finish(workload, request, starts, std::move(plan), result);
   }

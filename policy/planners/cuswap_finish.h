@@ -1,4 +1,4 @@
-// Steps 9-13 of the cuswap planner (Note [cuswap planner] in
+// Steps 9-14 of the cuswap planner (Note [cuswap planner] in
 // policy/planners/cuswap.cpp): changes to a simulated plan, each kept only
 // when the plan simulates faster with no copy for nothing.
 #pragma once
@@ -17,7 +17,7 @@ bool faster(const SimResult& a, const SimResult& b);
 Plan defer_crossings(const Workload& workload, const PlanRequest& request,
                      const std::vector<int64_t>& starts, Plan plan, SimResult& result);
 
-// Steps 10-13, from `plan` and its simulation `result` (updated with it).
+// Steps 10-14, from `plan` and its simulation `result` (updated with it).
 Plan finish_plan(const Workload& workload, const PlanRequest& request,
                  const std::vector<int64_t>& starts, Plan plan, SimResult& result);
 

@@ -301,7 +301,7 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
               << name;
         }
         // On pcie3 the link is the limit: within 7.5% of the bound, and
-        // ResNet-50 within 3% at 75% and 5% at 50% (steps 10-13 of Note
+        // ResNet-50 within 3% at 75% and 5% at 50% (steps 10-14 of Note
         // [cuswap planner] took it from 1.096x and 1.077x, the transformer
         // snapshot at 50% from 1.099x).
         if (is_gpu_capture(f.file) && percent != 30 && request.link.name == "pcie3") {
