@@ -213,10 +213,11 @@ Plan pass_first_wait(const Workload& workload, const PlanRequest& request,
       it->second.first = std::min(it->second.first, e.prefetch_at.index);
       it->second.second = std::min(it->second.second, e.next_use.index);
     }
-    std::vector<std::tuple<int64_t, uint32_t, uint32_t>> moves;  // (time away, group, to)
+    // (time from its trigger to its use, group, new trigger)
+    std::vector<std::tuple<int64_t, uint32_t, uint32_t>> moves;
     for (const auto& [g, w] : window) {
       const auto [trigger, use] = w;
-      if (tried.count(g) || use <= trigger) continue;  // a wrap's use comes first
+      if (tried.count(g) || use <= trigger) continue;  // fetched for its trigger itself
       for (uint32_t k = trigger + 1; k + 1 < use; ++k)
         if (waited[k] > 0) {
           moves.emplace_back(starts[use] - starts[trigger], g, k + 1);
