@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-#include "policy/planners/cuswap_selection.h"
+#include "policy/planners/common.h"
 
 namespace cuswap::policy::planners {
 
@@ -34,6 +34,41 @@ bool take_if_faster(const Workload& workload, const PlanRequest& request, Plan& 
   plan = std::move(next);
   result = std::move(r);
   return true;
+}
+
+// `plan` with each returning entry's trigger set to `to(entry)` (its own
+// for none) replaces `plan` when that simulates faster (take_if_faster); a
+// plan that moves nothing is not simulated, and one that is counts in
+// `tries`. Whether it replaced `plan`.
+template <typename To>
+bool take_retriggered(const Workload& workload, const PlanRequest& request, Plan& plan,
+                      SimResult& result, int& tries, To&& to) {
+  Plan next = plan;
+  bool moved = false;
+  for (PlanEntry& e : next.entries) {
+    if (!e.returns) continue;
+    const uint32_t trigger = to(std::as_const(e));
+    if (trigger == e.prefetch_at.index) continue;
+    e.prefetch_at = op_ref(workload, trigger);
+    moved = true;
+  }
+  if (!moved) return false;
+  ++tries;
+  return take_if_faster(workload, request, next, plan, result);
+}
+
+// The earliest op that may trigger a returning entry's copy back: the one
+// after its copy out, or the iteration's first for a wrap or an arrival.
+uint32_t lowest_trigger(const PlanEntry& e) {
+  return e.wraps() || !e.leaves ? 0 : e.evict_after.index + 1;
+}
+
+// A prefetch triggered by `from` moved to `trigger` (<= from), but never to
+// start before an op that waited in between (step 9 keeps those clear).
+uint32_t clear_of_waits(const std::vector<int64_t>& waited, uint32_t trigger, uint32_t from) {
+  for (uint32_t k = from; k-- > trigger;)
+    if (waited[k] > 0) return k + 1;
+  return trigger;
 }
 
 // How long each op of a timed simulation waited, beyond the waits before
@@ -101,27 +136,14 @@ Plan shift_runs(const Workload& workload, const PlanRequest& request,
       for (const double shift : kLaneShifts) {
         if (tries >= kLaneTries) break;
         const auto by = static_cast<int64_t>(shift * static_cast<double>(late_ns));
-        Plan next = plan;
-        bool moved = false;
-        for (PlanEntry& e : next.entries) {
-          // Those ahead of it: started no later, still wanted after its start.
-          if (!e.returns || e.prefetch_at.index > last || (!e.wraps() && e.next_use.index < last))
-            continue;
+        kept = take_retriggered(workload, request, plan, result, tries, [&](const PlanEntry& e) {
           const uint32_t from = e.prefetch_at.index;
-          uint32_t trigger = trigger_by(starts, e.evict_after.index, from, e.wraps() || !e.leaves,
-                                        starts[from] - by);
-          for (uint32_t k = from; k-- > trigger;)
-            if (waited[k] > 0) {
-              trigger = k + 1;
-              break;
-            }
-          if (trigger == from) continue;
-          e.prefetch_at = op_ref(workload, trigger);
-          moved = true;
-        }
-        if (!moved) continue;
-        ++tries;
-        if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+          // Those ahead of it: started no later, still wanted after its start.
+          if (from > last || (!e.wraps() && e.next_use.index < last)) return from;
+          return clear_of_waits(
+              waited, op_starting_in(starts, lowest_trigger(e), from, starts[from] - by), from);
+        });
+        if (kept) break;
       }
     }
   }
@@ -171,25 +193,12 @@ Plan fill_idle_lane(const Workload& workload, const PlanRequest& request,
       // when it is ready, so the copy starts as the lane frees.
       const auto at = std::upper_bound(op_starts.begin(), op_starts.end(), from_ns);
       const auto k = static_cast<uint32_t>(std::max<std::ptrdiff_t>(0, at - op_starts.begin() - 1));
-      Plan next = plan;
-      bool moved = false;
-      for (PlanEntry& e : next.entries) {
-        if (e.group != g || !e.returns) continue;
+      kept = take_retriggered(workload, request, plan, result, tries, [&](const PlanEntry& e) {
         const uint32_t from = e.prefetch_at.index;
-        const uint32_t lowest = e.wraps() || !e.leaves ? 0 : e.evict_after.index + 1;
-        uint32_t trigger = std::max(k, lowest);
-        for (uint32_t j = from; j-- > trigger;)  // as in step 10
-          if (waited[j] > 0) {
-            trigger = j + 1;
-            break;
-          }
-        if (trigger >= from) continue;
-        e.prefetch_at = op_ref(workload, trigger);
-        moved = true;
-      }
-      if (!moved) continue;
-      ++tries;
-      if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+        if (e.group != g) return from;
+        return std::min(from, clear_of_waits(waited, std::max(k, lowest_trigger(e)), from));
+      });
+      if (kept) break;
     }
   }
   return plan;
@@ -228,11 +237,10 @@ Plan pass_first_wait(const Workload& workload, const PlanRequest& request,
     for (const auto& [away_ns, g, to] : moves) {
       if (tries >= kPassTries) break;
       tried.insert(g);
-      Plan next = plan;
-      for (PlanEntry& e : next.entries)
-        if (e.group == g && e.returns) e.prefetch_at = op_ref(workload, to);
-      ++tries;
-      if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+      kept = take_retriggered(workload, request, plan, result, tries, [&](const PlanEntry& e) {
+        return e.group == g ? to : e.prefetch_at.index;
+      });
+      if (kept) break;
     }
   }
   return plan;
@@ -341,18 +349,12 @@ Plan defer_crossings(const Workload& workload, const PlanRequest& request,
         const auto it = crossing.try_emplace(e.group, crosses).first;
         it->second = it->second && crosses;
       }
-      Plan next = plan;
-      bool moved = false;
-      for (PlanEntry& e : next.entries) {
-        if (!e.returns || e.prefetch_at.index > k) continue;
+      kept = take_retriggered(workload, request, plan, result, tries, [&](const PlanEntry& e) {
+        const uint32_t from = e.prefetch_at.index;
         const auto it = crossing.find(e.group);
-        if (it == crossing.end() || !it->second) continue;
-        e.prefetch_at = op_ref(workload, k + 1);
-        moved = true;
-      }
-      if (!moved) continue;
-      ++tries;
-      if ((kept = take_if_faster(workload, request, next, plan, result))) break;
+        return from <= k && it != crossing.end() && it->second ? k + 1 : from;
+      });
+      if (kept) break;
     }
   }
   return plan;
