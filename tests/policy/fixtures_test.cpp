@@ -301,13 +301,17 @@ TEST(Sweep, EveryCaptureEveryBudgetEveryLink) {
               << name;
         }
         // On pcie3 the link is the limit: within 7.5% of the bound, and
-        // ResNet-50 within 3% at 75% and 5% at 50% (steps 10-14 of Note
-        // [cuswap planner] took it from 1.096x and 1.077x, the transformer
-        // snapshot at 50% from 1.099x).
+        // ResNet-50 within 3% at 75% and 5% at 50%, the transformer snapshot
+        // within 5.5% at 50% (steps 10-14 of Note [cuswap planner] took
+        // them from 1.096x, 1.077x and 1.099x; without step 12 the snapshot
+        // is at 1.059x).
         if (is_gpu_capture(f.file) && percent != 30 && request.link.name == "pcie3") {
           ++near_bound;
           const bool resnet = f.file.ends_with("gpu/torch-resnet50-v100.trace.json.gz");
-          const double within = !resnet ? 1.075 : percent == 75 ? 1.03 : 1.05;
+          const bool snapshot = f.file.ends_with("gpu/torch-transformer-adamw.snapshot.json.gz");
+          const double within = resnet     ? (percent == 75 ? 1.03 : 1.05)
+                                : snapshot ? (percent == 50 ? 1.055 : 1.075)
+                                           : 1.075;
           EXPECT_LE(static_cast<double>(mine.iteration_ns),
                     within * static_cast<double>(mine.lower_bound_ns))
               << name;
